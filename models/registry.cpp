@@ -1,0 +1,34 @@
+// Model registry.
+#include "registry.h"
+
+namespace lockstep::models {
+
+const std::vector<ModelInfo>& registry() {
+  static const std::vector<ModelInfo> models = {
+      {"mlp", "784-256-10 perceptron with ReLU", build_mlp},
+      {"lenet", "LeNet variant: conv3x3-20, avgpool, conv5x5-50, avgpool, fc128, fc10", build_lenet},
+      {"convnet", "6-conv CNN (5x5/3x3, 128 channels, 'same' padding) from the multi-GPU notebook", build_convnet},
+      {"keras-cnn", "Keras MNIST CNN: conv32, conv64, maxpool, dropout, fc128, dropout, fc10", build_keras_cnn},
+  };
+  return models;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> n;
+  for (const auto& m : registry()) n.push_back(m.name);
+  return n;
+}
+
+std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spec, uint64_t seed) {
+  for (const auto& m : registry())
+    if (m.name == name) return std::make_unique<Model>(name, m.build(spec), spec.sample_shape, spec.num_classes, seed);
+  LS_INPUT_ERROR("--model '{}' is unknown (known: {})", name, fmt::join(model_names(), ", "));
+}
+
+int64_t flat_features(const Sequential& net, const ModelSpec& spec) {
+  const Shape in{1, spec.sample_shape[0], spec.sample_shape[1], spec.sample_shape[2]};
+  if (net.size() == 0) return in.numel();
+  return net.shapes(in).back().numel();
+}
+
+}  // namespace lockstep::models

@@ -1,0 +1,41 @@
+// Built-in models: a registry from name to builder. Every builder adapts to the
+// sample shape and class count it is given (fully connected input sizes are
+// derived from the convolution stack), so synthetic data of other shapes works.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/model.h"
+
+namespace lockstep::models {
+
+struct ModelSpec {
+  Shape sample_shape{1, 28, 28};  // [C, H, W]
+  int64_t num_classes = 10;
+};
+
+using Builder = Sequential (*)(const ModelSpec&);
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+  Builder build;
+};
+
+const std::vector<ModelInfo>& registry();
+std::vector<std::string> model_names();
+// InputError naming the unknown model and the known ones.
+std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spec, uint64_t seed);
+
+// Builders (one file per model family).
+Sequential build_mlp(const ModelSpec& spec);
+Sequential build_lenet(const ModelSpec& spec);
+Sequential build_convnet(const ModelSpec& spec);
+Sequential build_keras_cnn(const ModelSpec& spec);
+
+// Flattened feature count after the layers added so far, for sizing the first Linear.
+int64_t flat_features(const Sequential& net, const ModelSpec& spec);
+
+}  // namespace lockstep::models

@@ -1,0 +1,38 @@
+// Weights save/load with strict name, shape and dtype checks.
+#include "checkpoint/weights.h"
+
+#include <cstring>
+
+#include "checkpoint/safetensors.h"
+
+namespace lockstep {
+
+void save_weights(const std::string& path, const Model& model, std::map<std::string, std::string> metadata) {
+  std::vector<SafetensorsEntry> entries;
+  for (const auto& p : model.params().params())
+    entries.push_back({p.name, DType::F32, p.shape, p.value.raw_data()});
+  metadata["format"] = "pt";
+  metadata["lockstep_model"] = model.name();
+  write_safetensors(path, entries, metadata);
+}
+
+void load_weights(const std::string& path, Model& model) {
+  const SafetensorsFile f = SafetensorsFile::read(path);
+  // Validate everything before touching the model.
+  for (const auto& p : model.params().params()) {
+    LS_CHECK_INPUT(f.contains(p.name), "{}: missing tensor '{}' that model {} needs", path, p.name, model.name());
+    const auto& e = f.entry(p.name);
+    LS_CHECK_INPUT(e.dtype == DType::F32, "{}: tensor '{}' is {}, expected F32", path, p.name, dtype_name(e.dtype));
+    LS_CHECK_INPUT(e.shape == p.shape, "{}: tensor '{}' has shape {}, model {} expects {}", path, p.name,
+                   e.shape.str(), model.name(), p.shape.str());
+  }
+  for (const auto& name : f.names())
+    LS_CHECK_INPUT(model.params().find(name) != nullptr, "{}: tensor '{}' is not a parameter of model {}", path, name,
+                   model.name());
+  for (auto& p : model.params().params()) {
+    const auto& e = f.entry(p.name);
+    std::memcpy(p.value.raw_data(), e.data, e.nbytes());
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,47 @@
+// Errors inside the runtime: one exception type carrying the failing source
+// location and a readable message. Only launcher/ turns these into a logged line
+// and a process exit; the runtime never exits or aborts on its own.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace lockstep {
+
+class Error : public std::runtime_error {
+ public:
+  Error(const char* file, int line, const std::string& message);
+  const std::string& message() const { return message_; }  // without location
+  const char* file() const { return file_; }
+  int line() const { return line_; }
+
+ private:
+  std::string message_;
+  const char* file_;
+  int line_;
+};
+
+// Error raised for bad user input (flags, files, environment). The launcher
+// prints these without the source location: the message names the input.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+[[noreturn]] void throw_input_error(const char* file, int line, const std::string& message);
+
+}  // namespace lockstep
+
+#define LS_THROW(...) ::lockstep::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
+#define LS_INPUT_ERROR(...) ::lockstep::throw_input_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
+#define LS_CHECK(cond, ...)                                                              \
+  do {                                                                                   \
+    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
+  } while (0)
+#define LS_CHECK_INPUT(cond, ...)                                                              \
+  do {                                                                                         \
+    if (!(cond)) ::lockstep::throw_input_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
+  } while (0)

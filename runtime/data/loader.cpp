@@ -1,0 +1,98 @@
+// PrefetchLoader: one producer thread, one consumer, a ring of slots.
+// Slot of batch j is j % depth. The producer may fill batch j once the consumer
+// has released batch j - depth, i.e. when j < consumed - 1 + depth (the batch the
+// consumer holds is released by its next call to next()).
+#include "data/loader.h"
+
+#include <chrono>
+
+namespace lockstep {
+
+PrefetchLoader::PrefetchLoader(const Dataset& data, int64_t max_batch, int depth)
+    : data_(data), max_batch_(max_batch), depth_(depth) {
+  LS_CHECK(depth >= 2, "prefetch depth {} must be at least 2", depth);
+  LS_CHECK(max_batch > 0, "batch size {} must be positive", max_batch);
+  std::vector<int64_t> d{max_batch};
+  for (int64_t e : data.sample_shape().dims()) d.push_back(e);
+  for (int i = 0; i < depth; ++i)
+    slots_.push_back({Tensor::zeros(Shape(std::span<const int64_t>(d))), Tensor::zeros(Shape{max_batch}, DType::I32), 0});
+  thread_ = std::thread([this] { run(); });
+}
+
+PrefetchLoader::~PrefetchLoader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void PrefetchLoader::begin(int64_t count, Plan plan) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !filling_; });  // never swap plans under a running fill
+  plan_ = std::move(plan);
+  total_ = count;
+  produced_ = consumed_ = 0;
+  error_ = nullptr;
+  current_ = Batch{};
+  lock.unlock();
+  cv_.notify_all();
+}
+
+const Batch& PrefetchLoader::next() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  LS_CHECK(consumed_ < total_, "next() past the end of a sequence of {} batches", total_);
+  ++consumed_;  // releases the previous batch
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return produced_ >= consumed_ || error_ || stop_; });
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (error_ && produced_ < consumed_) std::rethrow_exception(error_);
+  const int64_t k = consumed_ - 1;
+  const Batch& slot = slots_[static_cast<size_t>(k % depth_)];
+  current_.images = slot.images.narrow_rows(slot.index);  // index holds the filled count
+  current_.labels = slot.labels.narrow_rows(slot.index);
+  current_.index = k;
+  return current_;
+}
+
+double PrefetchLoader::take_wait_seconds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double w = wait_seconds_;
+  wait_seconds_ = 0;
+  return w;
+}
+
+void PrefetchLoader::run() {
+  std::vector<int64_t> indices;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || (!error_ && produced_ < total_ && produced_ < consumed_ - 1 + depth_); });
+    if (stop_) return;
+    const int64_t j = produced_;
+    Plan plan = plan_;
+    filling_ = true;
+    lock.unlock();
+    std::exception_ptr err;
+    try {
+      plan(j, indices);
+      LS_CHECK(static_cast<int64_t>(indices.size()) <= max_batch_, "batch of {} samples exceeds the loader's {}",
+               indices.size(), max_batch_);
+      Batch& slot = slots_[static_cast<size_t>(j % depth_)];
+      data_.fill(indices, slot.images.data<float>(), slot.labels.data<int32_t>());
+      slot.index = static_cast<int64_t>(indices.size());
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lock.lock();
+    filling_ = false;
+    if (err)
+      error_ = err;
+    else
+      ++produced_;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace lockstep

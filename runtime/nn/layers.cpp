@@ -1,0 +1,228 @@
+// Layer implementations: shape logic, parameter declaration, initialisation
+// (PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and
+// biases), and dispatch to the CPU kernels in ops/.
+#include "nn/layers.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/hash.h"
+#include "ops/conv2d.h"
+#include "ops/elementwise.h"
+#include "ops/gemm.h"
+#include "ops/pool2d.h"
+
+namespace lockstep {
+namespace {
+
+void uniform_init(Tensor& t, Rng& rng, float bound) {
+  for (float& v : t.span<float>()) v = rng.uniform(-bound, bound);
+}
+
+void require_cpu(const Tensor& t, const char* layer) {
+  LS_CHECK(t.device().is_cpu(), "{}: tensors on {} are not supported by this build", layer, t.device().str());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Linear
+Linear::Linear(int64_t in, int64_t out, bool bias) : in_(in), out_(out), bias_(bias) {
+  LS_CHECK(in > 0 && out > 0, "Linear({}, {}): sizes must be positive", in, out);
+}
+
+std::string Linear::describe() const { return fmt::format("Linear({}, {}{})", in_, out_, bias_ ? "" : ", bias=false"); }
+
+Shape Linear::output_shape(const Shape& in) const {
+  LS_CHECK(in.rank() == 2 && in[1] == in_, "{} expects input [B, {}], got {}", describe(), in_, in.str());
+  return Shape{in[0], out_};
+}
+
+void Linear::declare(ParameterStore& store, const std::string& prefix) {
+  w_ = store.declare(prefix + "weight", Shape{out_, in_});
+  if (bias_) b_ = store.declare(prefix + "bias", Shape{out_}, /*decay=*/false);
+}
+
+void Linear::init(Rng& rng) {
+  const float bound = 1.f / std::sqrt(static_cast<float>(in_));
+  uniform_init(w_->value, rng, bound);
+  if (b_) uniform_init(b_->value, rng, bound);
+}
+
+void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+  require_cpu(x, "Linear");
+  const int64_t B = x.size(0);
+  float* yp = y.data<float>();
+  if (b_) {
+    const float* b = b_->value.data<float>();
+    for (int64_t i = 0; i < B; ++i) std::copy_n(b, out_, yp + i * out_);
+  }
+  ops::sgemm(ops::Trans::N, ops::Trans::T, B, out_, in_, 1.f, x.data<float>(), in_, w_->value.data<float>(), in_,
+             b_ ? 1.f : 0.f, yp, out_);
+  if (relu_) ops::relu_forward_cpu(y.numel(), yp, yp);
+}
+
+void Linear::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+  const int64_t B = x.size(0);
+  float* dyp = dy.data<float>();
+  if (relu_) ops::relu_backward_cpu(dy.numel(), y.data<float>(), dyp, dyp);  // dy is scratch: mask in place
+  // dW[out, in] (+)= dy[B, out]^T x[B, in]
+  ops::sgemm(ops::Trans::T, ops::Trans::N, out_, in_, B, 1.f, dyp, out_, x.data<float>(), in_,
+             ctx.accumulate ? 1.f : 0.f, w_->grad.data<float>(), in_);
+  if (b_) {
+    float* db = b_->grad.data<float>();
+    if (!ctx.accumulate) std::fill_n(db, out_, 0.f);
+    for (int64_t i = 0; i < B; ++i)
+      for (int64_t j = 0; j < out_; ++j) db[j] += dyp[i * out_ + j];
+  }
+  // dx[B, in] = dy[B, out] W[out, in]
+  if (dx)
+    ops::sgemm(ops::Trans::N, ops::Trans::N, B, in_, out_, 1.f, dyp, out_, w_->value.data<float>(), in_, 0.f,
+               dx->data<float>(), in_);
+}
+
+// ---------------------------------------------------------------- Conv2d
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride, int64_t padding, bool bias)
+    : in_c_(in_channels), out_c_(out_channels), k_(kernel), stride_(stride), pad_(padding), bias_(bias) {
+  LS_CHECK(in_c_ > 0 && out_c_ > 0 && k_ > 0 && stride_ > 0 && pad_ >= 0, "{}: invalid configuration", describe());
+}
+
+std::string Conv2d::describe() const {
+  return fmt::format("Conv2d({}, {}, kernel={}, stride={}, padding={}{})", in_c_, out_c_, k_, stride_, pad_,
+                     bias_ ? "" : ", bias=false");
+}
+
+Shape Conv2d::output_shape(const Shape& in) const {
+  LS_CHECK(in.rank() == 4 && in[1] == in_c_, "{} expects input [N, {}, H, W], got {}", describe(), in_c_, in.str());
+  const int64_t oh = (in[2] + 2 * pad_ - k_) / stride_ + 1, ow = (in[3] + 2 * pad_ - k_) / stride_ + 1;
+  LS_CHECK(in[2] + 2 * pad_ >= k_ && in[3] + 2 * pad_ >= k_, "{}: input {} smaller than the kernel", describe(),
+           in.str());
+  return Shape{in[0], out_c_, oh, ow};
+}
+
+int64_t Conv2d::forward_flops(const Shape& in) const {
+  const Shape o = output_shape(in);
+  return 2 * o.numel() * in_c_ * k_ * k_;
+}
+
+void Conv2d::declare(ParameterStore& store, const std::string& prefix) {
+  w_ = store.declare(prefix + "weight", Shape{out_c_, in_c_, k_, k_});
+  if (bias_) b_ = store.declare(prefix + "bias", Shape{out_c_}, /*decay=*/false);
+}
+
+void Conv2d::init(Rng& rng) {
+  const float bound = 1.f / std::sqrt(static_cast<float>(in_c_ * k_ * k_));
+  uniform_init(w_->value, rng, bound);
+  if (b_) uniform_init(b_->value, rng, bound);
+}
+
+namespace {
+ops::Conv2dShape conv_shape(const Shape& x, const Shape& y, int64_t k, int64_t stride, int64_t pad) {
+  return {x[0], y[1], ops::ConvGeometry{x[1], x[2], x[3], k, k, stride, pad, y[2], y[3]}};
+}
+}  // namespace
+
+void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+  require_cpu(x, "Conv2d");
+  ops::conv2d_forward_cpu(conv_shape(x.shape(), y.shape(), k_, stride_, pad_), x.data<float>(),
+                          w_->value.data<float>(), b_ ? b_->value.data<float>() : nullptr, y.data<float>(), relu_, ws_);
+}
+
+void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+  ops::conv2d_backward_cpu(conv_shape(x.shape(), y.shape(), k_, stride_, pad_), x.data<float>(),
+                           w_->value.data<float>(), y.data<float>(), dy.data<float>(), dx ? dx->data<float>() : nullptr,
+                           w_->grad.data<float>(), b_ ? b_->grad.data<float>() : nullptr, ctx.accumulate, relu_, ws_);
+}
+
+// ---------------------------------------------------------------- Pool2d
+Pool2d::Pool2d(PoolKind kind, int64_t kernel, int64_t stride)
+    : kind_(kind), k_(kernel), stride_(stride == 0 ? kernel : stride) {
+  LS_CHECK(k_ > 0 && stride_ > 0, "{}: invalid configuration", describe());
+}
+
+std::string Pool2d::describe() const {
+  return fmt::format("{}(kernel={}, stride={})", kind_ == PoolKind::Max ? "MaxPool2d" : "AvgPool2d", k_, stride_);
+}
+
+Shape Pool2d::output_shape(const Shape& in) const {
+  LS_CHECK(in.rank() == 4 && in[2] >= k_ && in[3] >= k_, "{} expects input [N, C, H>={}, W>={}], got {}", describe(),
+           k_, k_, in.str());
+  return Shape{in[0], in[1], (in[2] - k_) / stride_ + 1, (in[3] - k_) / stride_ + 1};
+}
+
+namespace {
+ops::Pool2dShape pool_shape(const Shape& x, const Shape& y, int64_t k, int64_t stride) {
+  return {x[0] * x[1], x[2], x[3], k, stride, y[2], y[3]};
+}
+}  // namespace
+
+void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+  require_cpu(x, describe().c_str());
+  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_);
+  if (kind_ == PoolKind::Max) {
+    if (argmax_.numel() < y.numel()) argmax_ = Tensor::zeros(Shape{y.numel()}, DType::I32);
+    ops::maxpool2d_forward_cpu(s, x.data<float>(), y.data<float>(), argmax_.data<int32_t>());
+  } else {
+    ops::avgpool2d_forward_cpu(s, x.data<float>(), y.data<float>());
+  }
+}
+
+void Pool2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+  if (!dx) return;
+  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_);
+  if (kind_ == PoolKind::Max)
+    ops::maxpool2d_backward_cpu(s, dy.data<float>(), argmax_.data<int32_t>(), dx->data<float>());
+  else
+    ops::avgpool2d_backward_cpu(s, dy.data<float>(), dx->data<float>());
+}
+
+// ---------------------------------------------------------------- ReLU
+void ReLU::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+  require_cpu(x, "ReLU");
+  ops::relu_forward_cpu(x.numel(), x.data<float>(), y.data<float>());
+}
+
+void ReLU::backward(const Tensor&, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+  if (dx) ops::relu_backward_cpu(y.numel(), y.data<float>(), dy.data<float>(), dx->data<float>());
+}
+
+// ---------------------------------------------------------------- Dropout
+Dropout::Dropout(float p) : p_(p) {
+  LS_CHECK(p >= 0.f && p < 1.f, "Dropout(p={}): p must be in [0, 1)", p);
+}
+
+std::string Dropout::describe() const { return fmt::format("Dropout(p={})", p_); }
+
+void Dropout::declare(ParameterStore&, const std::string& prefix) {
+  stream_ = fnv1a(prefix);
+}
+
+void Dropout::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+  require_cpu(x, "Dropout");
+  active_ = ctx.training && p_ > 0.f;
+  if (!active_) {
+    if (y.raw_data() != x.raw_data()) y.copy_from(x);
+    return;
+  }
+  if (mask_.numel() < x.numel()) mask_ = Tensor::zeros(Shape{x.numel()}, DType::U8);
+  const int64_t rows = x.size(0), row_len = x.numel() / std::max<int64_t>(rows, 1);
+  const uint64_t key = rng_key(ctx.seed, stream_, static_cast<uint64_t>(ctx.step));
+  ops::dropout_forward_cpu(rows, row_len, ctx.sample_offset, key, p_, x.data<float>(), y.data<float>(),
+                           mask_.data<uint8_t>());
+}
+
+void Dropout::backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+  if (!dx) return;
+  if (!active_) {
+    if (dx->raw_data() != dy.raw_data()) dx->copy_from(dy);
+    return;
+  }
+  ops::dropout_backward_cpu(dy.numel(), p_, mask_.data<uint8_t>(), dy.data<float>(), dx->data<float>());
+}
+
+// ---------------------------------------------------------------- Flatten
+Shape Flatten::output_shape(const Shape& in) const {
+  LS_CHECK(in.rank() >= 1, "Flatten of a scalar");
+  return Shape{in[0], in[0] ? in.numel() / in[0] : 0};
+}
+
+}  // namespace lockstep

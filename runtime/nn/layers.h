@@ -1,0 +1,117 @@
+// The built-in layers. Each holds its configuration, pointers to its parameters
+// in the ParameterStore and any scratch it reuses across steps; the compute is
+// in ops/ (stateless kernels, one file per op and device).
+#pragma once
+
+#include <memory>
+
+#include "nn/module.h"
+#include "ops/workspace.h"
+
+namespace lockstep {
+
+// y = x W^T + b.   x [B, in]   W [out, in]   b [out]   y [B, out]
+class Linear final : public Module {
+ public:
+  Linear(int64_t in, int64_t out, bool bias = true);
+  std::string describe() const override;
+  Shape output_shape(const Shape& in) const override;
+  void declare(ParameterStore& store, const std::string& prefix) override;
+  void init(Rng& rng) override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  bool has_parameters() const override { return true; }
+  int64_t forward_flops(const Shape& in) const override { return 2 * in[0] * in_ * out_; }
+  bool fuse_relu(bool on) override { return relu_ = on; }
+  bool backward_reads_output() const override { return relu_; }
+
+ private:
+  int64_t in_, out_;
+  bool bias_;
+  bool relu_ = false;  // fused ReLU on the output
+  Parameter* w_ = nullptr;
+  Parameter* b_ = nullptr;
+};
+
+// x [N, C, H, W]   W [OC, C, K, K]   b [OC]   y [N, OC, OH, OW]
+class Conv2d final : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride = 1, int64_t padding = 0,
+         bool bias = true);
+  std::string describe() const override;
+  Shape output_shape(const Shape& in) const override;
+  void declare(ParameterStore& store, const std::string& prefix) override;
+  void init(Rng& rng) override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  bool has_parameters() const override { return true; }
+  int64_t forward_flops(const Shape& in) const override;
+  bool fuse_relu(bool on) override { return relu_ = on; }
+  bool backward_reads_output() const override { return relu_; }
+
+ private:
+  int64_t in_c_, out_c_, k_, stride_, pad_;
+  bool bias_;
+  bool relu_ = false;  // fused ReLU on the output
+  Parameter* w_ = nullptr;
+  Parameter* b_ = nullptr;
+  ops::Workspace ws_;
+};
+
+enum class PoolKind { Max, Avg };
+
+// x [N, C, H, W] -> y [N, C, OH, OW]; no padding, floor mode.
+class Pool2d final : public Module {
+ public:
+  Pool2d(PoolKind kind, int64_t kernel, int64_t stride = 0);  // stride 0 = kernel
+  std::string describe() const override;
+  Shape output_shape(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+
+ private:
+  PoolKind kind_;
+  int64_t k_, stride_;
+  Tensor argmax_;  // int32, per output element (max pooling)
+};
+
+class ReLU final : public Module {
+ public:
+  std::string describe() const override { return "ReLU()"; }
+  Shape output_shape(const Shape& in) const override { return in; }
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  Aliasing aliasing() const override { return Aliasing::InPlace; }
+  bool backward_reads_output() const override { return true; }
+  bool is_relu() const override { return true; }
+};
+
+// Inverted dropout with masks drawn from (seed, layer, step, global sample index).
+class Dropout final : public Module {
+ public:
+  explicit Dropout(float p);
+  std::string describe() const override;
+  Shape output_shape(const Shape& in) const override { return in; }
+  void declare(ParameterStore& store, const std::string& prefix) override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  Aliasing aliasing() const override { return Aliasing::InPlace; }
+
+ private:
+  float p_;
+  uint64_t stream_ = 0;  // from the layer's name, so masks differ between layers
+  bool active_ = false;  // last forward dropped anything
+  Tensor mask_;          // uint8 per element
+};
+
+// [N, ...] -> [N, prod(...)]; a view, moves no data.
+class Flatten final : public Module {
+ public:
+  std::string describe() const override { return "Flatten()"; }
+  Shape output_shape(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override {}
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override {}
+  Aliasing aliasing() const override { return Aliasing::View; }
+};
+
+}  // namespace lockstep

@@ -1,0 +1,35 @@
+// Model construction and a printable summary.
+#include "nn/model.h"
+
+#include "core/hash.h"
+
+namespace lockstep {
+
+Model::Model(std::string name, Sequential net, Shape sample_shape, int64_t num_classes, uint64_t seed)
+    : name_(std::move(name)), net_(std::move(net)), sample_shape_(sample_shape), num_classes_(num_classes) {
+  const std::vector<Shape> shapes = net_.shapes(batch_shape(1));
+  LS_CHECK(shapes.back() == (Shape{1, num_classes_}), "model {} ends in {}, expected [1, {}]", name_,
+           shapes.back().str(), num_classes_);
+  net_.declare(params_);
+  params_.finalize();
+  Rng rng(rng_key(seed, fnv1a("init")));
+  net_.init(rng);
+}
+
+Shape Model::batch_shape(int64_t batch) const {
+  std::vector<int64_t> d{batch};
+  for (int64_t e : sample_shape_.dims()) d.push_back(e);
+  return Shape(std::span<const int64_t>(d));
+}
+
+std::string Model::summary() const {
+  std::string s;
+  const std::vector<Shape> shapes = net_.shapes(batch_shape(1));
+  for (size_t i = 0; i < net_.size(); ++i)
+    s += fmt::format("  {:>2}  {:<48} -> {}\n", i, net_.layer(i).describe(), shapes[i].str());
+  s += fmt::format("  {} parameters in {} tensors, {:.2f} MFLOP forward per sample", params_.numel(),
+                   params_.params().size(), static_cast<double>(net_.forward_flops(batch_shape(1))) / 1e6);
+  return s;
+}
+
+}  // namespace lockstep

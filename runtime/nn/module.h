@@ -1,0 +1,70 @@
+// Module: a layer with explicit forward and backward (no autograd tape).
+// Shapes include the batch dimension first. A module declares its parameters
+// into a ParameterStore and keeps pointers to them; the store owns the memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/rng.h"
+#include "nn/parameter_store.h"
+#include "tensor/tensor.h"
+
+namespace lockstep {
+
+// How a module's output relates to its input's memory.
+enum class Aliasing {
+  None,     // separate output buffer
+  View,     // output is the input reshaped; forward and backward move no data
+  InPlace,  // output overwrites the input (when the planner finds that safe)
+  Fused,    // (planner only) the previous module computes this one; nothing runs
+};
+
+struct ForwardContext {
+  bool training = true;
+  // Keys for stochastic layers (dropout): draws depend on the global sample
+  // index, so a sample gets the same mask at any world size.
+  uint64_t seed = 0;
+  int64_t step = 0;           // optimizer step (or evaluation batch)
+  int64_t sample_offset = 0;  // global index of this shard's first sample in the batch
+};
+
+struct BackwardContext {
+  // false: parameter gradients are overwritten; true: added to (accumulation).
+  bool accumulate = false;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual std::string describe() const = 0;  // "Conv2d(1, 20, kernel=3)"
+  virtual Shape output_shape(const Shape& input) const = 0;
+
+  // Parameters: declared under `prefix` ("layers.3."), then initialised.
+  virtual void declare(ParameterStore& store, const std::string& prefix) {}
+  virtual void init(Rng& rng) {}
+
+  // y = f(x). y is preallocated with output_shape(x.shape()); it may alias x
+  // when aliasing() != None and the planner allowed it.
+  virtual void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) = 0;
+  // Given dL/dy, write dL/dx into *dx (when dx != nullptr) and write or
+  // accumulate the parameter gradients. For View/InPlace modules dx may alias dy,
+  // and x may alias y.
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                        const BackwardContext& ctx) = 0;
+
+  virtual Aliasing aliasing() const { return Aliasing::None; }
+  // A ReLU module says so; a module that can apply a following ReLU itself
+  // (in its output epilogue, and the mask in its backward) accepts fusion.
+  virtual bool is_relu() const { return false; }
+  // fuse_relu(true) asks the module to apply the ReLU itself; returns whether it
+  // does. fuse_relu(false) turns fusion off again.
+  virtual bool fuse_relu(bool on) { return false; }
+  // True when backward() reads y (ReLU does): then the next module may not overwrite it.
+  virtual bool backward_reads_output() const { return false; }
+  virtual bool has_parameters() const { return false; }
+  // Forward multiply-adds x2 per sample (for throughput reports); 0 if negligible.
+  virtual int64_t forward_flops(const Shape& input) const { return 0; }
+};
+
+}  // namespace lockstep

@@ -1,0 +1,143 @@
+// Sequential: activation planning, forward, backward with grad-ready hooks.
+#include "nn/sequential.h"
+
+#include <algorithm>
+
+namespace lockstep {
+
+void Sequential::add(std::unique_ptr<Module> m) {
+  LS_CHECK(m != nullptr, "Sequential::add(nullptr)");
+  layers_.push_back(std::move(m));
+  capacity_shape_ = Shape();
+}
+
+void Sequential::declare(ParameterStore& store, const std::string& prefix) {
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->declare(store, prefix + std::to_string(i) + ".");
+}
+
+void Sequential::init(Rng& rng) {
+  for (auto& l : layers_) l->init(rng);
+}
+
+std::vector<Shape> Sequential::shapes(const Shape& in) const {
+  std::vector<Shape> out;
+  Shape s = in;
+  for (const auto& l : layers_) {
+    s = l->output_shape(s);
+    out.push_back(s);
+  }
+  return out;
+}
+
+int64_t Sequential::forward_flops(const Shape& in) const {
+  int64_t f = 0;
+  Shape s = in;
+  for (const auto& l : layers_) {
+    f += l->forward_flops(s);
+    s = l->output_shape(s);
+  }
+  return f;
+}
+
+void Sequential::allocate(const Shape& in) {
+  LS_CHECK(!layers_.empty(), "Sequential has no layers");
+  const std::vector<Shape> cap_shapes = shapes(in);
+  aliasing_.assign(layers_.size(), Aliasing::None);
+  act_storage_.assign(layers_.size(), Tensor());
+  int64_t max_numel = in.numel();
+  // A ReLU right after a module that can apply it is fused into that module.
+  std::vector<bool> fused(layers_.size(), false);
+  for (size_t i = 0; i + 1 < layers_.size(); ++i)
+    fused[i + 1] = layers_[i]->fuse_relu(fusion_ && layers_[i + 1]->is_relu());
+  if (!layers_.empty()) layers_.back()->fuse_relu(false);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Aliasing want = layers_[i]->aliasing();
+    if (fused[i]) {
+      aliasing_[i] = Aliasing::Fused;
+    } else if (want == Aliasing::View) {
+      aliasing_[i] = Aliasing::View;
+    } else if (want == Aliasing::InPlace) {
+      // Overwriting our input also overwrites every activation it is a view or an
+      // in-place result of. Allowed only if none of those layers reads its output
+      // in backward and the chain does not reach the caller's input.
+      bool safe = true;
+      size_t j = i;
+      while (true) {
+        if (j == 0) { safe = false; break; }  // reaches the caller's input
+        --j;
+        if (layers_[j]->backward_reads_output()) { safe = false; break; }
+        if (aliasing_[j] == Aliasing::None) break;  // j owns the memory
+      }
+      aliasing_[i] = safe ? Aliasing::InPlace : Aliasing::None;
+    }
+    if (aliasing_[i] == Aliasing::None) act_storage_[i] = Tensor::zeros(cap_shapes[i]);
+    max_numel = std::max(max_numel, cap_shapes[i].numel());
+  }
+  grad_buf_[0] = Tensor::zeros(Shape{max_numel});
+  grad_buf_[1] = Tensor::zeros(Shape{max_numel});
+  capacity_shape_ = in;
+}
+
+void Sequential::bind(const Shape& in) {
+  shapes_ = shapes(in);
+  acts_.assign(layers_.size(), Tensor());
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (aliasing_[i] == Aliasing::None) acts_[i] = act_storage_[i].narrow_rows(in[0]).reshape(shapes_[i]);
+}
+
+const Tensor& Sequential::forward(const Tensor& x, const ForwardContext& ctx) {
+  const Shape& in = x.shape();
+  LS_CHECK(in.rank() >= 1 && in[0] > 0, "Sequential input shape {} has no batch", in.str());
+  bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0];
+  for (int d = 1; fits && d < in.rank(); ++d) fits = in[d] == capacity_shape_[d];
+  if (!fits) {
+    allocate(in);
+    bind(in);
+  } else if (shapes_.empty() || shapes_[0][0] != in[0]) {
+    bind(in);
+  }
+  input_ = x;
+  const Tensor* cur = &x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (aliasing_[i] != Aliasing::None) acts_[i] = cur->reshape(shapes_[i]);
+    if (aliasing_[i] != Aliasing::Fused) {
+      const auto t0 = observer_ ? Clock::now() : Clock::time_point();
+      layers_[i]->forward(*cur, acts_[i], ctx);
+      if (observer_) observer_(i, Phase::Forward, t0, Clock::now());
+    }
+    cur = &acts_[i];
+  }
+  return acts_.back();
+}
+
+Tensor Sequential::output_grad() {
+  LS_CHECK(!acts_.empty(), "output_grad() before forward()");
+  return grad_buf_[0].slice(0, shapes_.back());
+}
+
+void Sequential::backward(const BackwardContext& ctx) {
+  LS_CHECK(!acts_.empty(), "backward() before forward()");
+  int cur = 0;  // which grad_buf_ holds dy
+  Tensor dy = grad_buf_[0].slice(0, shapes_.back());
+  for (size_t k = layers_.size(); k-- > 0;) {
+    const Tensor& x = k == 0 ? input_ : acts_[k - 1];
+    Tensor dx;
+    if (k > 0) {
+      if (aliasing_[k] == Aliasing::None) {
+        cur ^= 1;
+        dx = grad_buf_[cur].slice(0, x.shape());
+      } else {
+        dx = dy.reshape(x.shape());
+      }
+    }
+    if (aliasing_[k] != Aliasing::Fused) {
+      const auto t0 = observer_ ? Clock::now() : Clock::time_point();
+      layers_[k]->backward(x, acts_[k], dy, k > 0 ? &dx : nullptr, ctx);
+      if (observer_) observer_(k, Phase::Backward, t0, Clock::now());
+    }
+    if (hook_ && layers_[k]->has_parameters()) hook_(k);
+    dy = dx;
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,82 @@
+// Sequential: a chain of modules with the activation and gradient memory they
+// need, allocated once for the largest batch seen and reused every step.
+//
+// Memory plan for a chain of L layers at batch B:
+//   acts[i]   output of layer i; View modules (Flatten) always share their
+//             input's memory, InPlace modules (ReLU, Dropout) do when no earlier
+//             backward needs the values they would overwrite, and a ReLU after a
+//             Conv2d/Linear is fused into it (computed in that layer's epilogue,
+//             its mask applied in that layer's backward; the ReLU itself never runs)
+//   grad[0|1] two ping-pong buffers for dL/d(activation), each max activation size
+// Backward walks layers L-1..0 and calls the grad-ready hook after each layer
+// with parameters, the moment that layer's parameter gradients are final.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace lockstep {
+
+class Sequential {
+ public:
+  using GradReadyHook = std::function<void(size_t layer)>;
+  enum class Phase { Forward, Backward };
+  using Clock = std::chrono::steady_clock;
+  // Called after each layer's forward/backward with its start and end times
+  // (for per-layer profiles and timelines); unset costs one branch per layer.
+  using LayerObserver = std::function<void(size_t layer, Phase phase, Clock::time_point begin, Clock::time_point end)>;
+
+  void add(std::unique_ptr<Module> m);
+  size_t size() const { return layers_.size(); }
+  Module& layer(size_t i) { return *layers_[i]; }
+  const Module& layer(size_t i) const { return *layers_[i]; }
+
+  // Parameters are named "<prefix><index>.<name>", index as in PyTorch's nn.Sequential.
+  void declare(ParameterStore& store, const std::string& prefix = "layers.");
+  void init(Rng& rng);
+
+  // Shape after every layer, for input shape `in` (batch first).
+  std::vector<Shape> shapes(const Shape& in) const;
+  int64_t forward_flops(const Shape& in) const;  // for a batch of in[0] samples
+
+  // Runs every layer; returns the last activation (e.g. logits [B, classes]).
+  // `x` is never modified and must stay alive until backward() returns.
+  const Tensor& forward(const Tensor& x, const ForwardContext& ctx);
+  // Where the loss writes dL/d(output): shaped like the last forward's output.
+  Tensor output_grad();
+  // Backward through every layer. The input gradient of layer 0 is not computed.
+  void backward(const BackwardContext& ctx);
+
+  void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
+  void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
+  // Let a Conv2d/Linear apply a following ReLU in its own epilogue (default on;
+  // takes effect at the next allocation).
+  void set_fusion(bool on) {
+    fusion_ = on;
+    capacity_shape_ = Shape();
+  }
+  // Effective aliasing per layer after planning (for tests and logs).
+  const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }
+
+ private:
+  void allocate(const Shape& in);
+  void bind(const Shape& in);
+
+  std::vector<std::unique_ptr<Module>> layers_;
+  std::vector<Aliasing> aliasing_;   // per layer, decided by allocate()
+  std::vector<Tensor> act_storage_;  // owned output memory of non-aliased layers, capacity rows
+  std::vector<Shape> shapes_;        // output shape per layer for the current batch
+  std::vector<Tensor> acts_;         // outputs for the current batch (views)
+  Tensor grad_buf_[2];               // [max activation numel] each
+  Shape capacity_shape_;             // input shape the storage was sized for
+  Tensor input_;                     // the current forward's input (not owned)
+  GradReadyHook hook_;
+  LayerObserver observer_;
+  bool fusion_ = true;
+};
+
+}  // namespace lockstep

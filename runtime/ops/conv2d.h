@@ -1,0 +1,34 @@
+// 2-D convolution, NCHW, square stride and symmetric zero padding (CPU).
+//   x  [N, C, H, W]      w  [OC, C, KH, KW]      b  [OC]
+//   y  [N, OC, OH, OW]   OH = (H + 2*pad - KH) / stride + 1
+// Lowered to GEMM over chunks of nb images: col [C*KH*KW, nb*OH*OW] holds the
+// chunk's images side by side. nb is 1 unless an image has few output pixels,
+// so the usual case writes straight into y with no scatter or gather copies.
+// An optional fused ReLU is applied to each chunk while it is in cache, and in
+// backward the ReLU mask (y > 0) is applied to dy chunk by chunk.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/im2col.h"
+#include "ops/workspace.h"
+
+namespace lockstep::ops {
+
+struct Conv2dShape {
+  int64_t n, oc;
+  ConvGeometry g;
+};
+
+// Images per GEMM chunk.
+int64_t conv2d_chunk(const Conv2dShape& s);
+
+void conv2d_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y, bool relu,
+                        Workspace& ws);
+// dw/db are overwritten unless `accumulate`; dx (nullable) is overwritten.
+// With `relu`, y is the fused ReLU's output and dy is masked by y > 0 (dy may be
+// modified in place).
+void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy, float* dx,
+                         float* dw, float* db, bool accumulate, bool relu, Workspace& ws);
+
+}  // namespace lockstep::ops

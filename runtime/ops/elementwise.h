@@ -1,0 +1,22 @@
+// Elementwise kernels on flat fp32 arrays (CPU): ReLU and dropout.
+// All are safe in place (out may equal in).
+#pragma once
+
+#include <cstdint>
+
+namespace lockstep::ops {
+
+void relu_forward_cpu(int64_t n, const float* x, float* y);
+// dx = dy where y > 0, else 0.
+void relu_backward_cpu(int64_t n, const float* y, const float* dy, float* dx);
+
+// Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p).
+// Row r (global sample row0 + r) gets a 32-bit key from draw row0 + r of stream
+// `key`; element e keeps when the top 24 bits of mix32(row key + e * golden) are
+// >= ceil(p * 2^24). So a sample's mask depends only on its global index, never
+// on how a batch is split, and the per-element hash vectorises.
+void dropout_forward_cpu(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
+                         uint8_t* mask);
+void dropout_backward_cpu(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx);
+
+}  // namespace lockstep::ops

@@ -1,0 +1,77 @@
+// ReLU and dropout kernels: branch-free loops, multiversioned for AVX2.
+#include "ops/elementwise.h"
+
+#include <cmath>
+
+#include "core/rng.h"
+#include "ops/simd.h"
+
+namespace lockstep::ops {
+namespace {
+constexpr int64_t kGrain = 1 << 15;  // elements per thread, at least
+
+LS_SIMD_CLONES void relu_fwd(int64_t b, int64_t e, const float* x, float* y) {
+  for (int64_t i = b; i < e; ++i) {
+    const float v = x[i];
+    y[i] = v > 0.f ? v : 0.f;
+  }
+}
+
+LS_SIMD_CLONES void relu_bwd(int64_t b, int64_t e, const float* y, const float* dy, float* dx) {
+  for (int64_t i = b; i < e; ++i) {
+    const float g = dy[i];
+    dx[i] = y[i] > 0.f ? g : 0.f;
+  }
+}
+
+// murmur3's 32-bit finaliser: cheap and vectorisable (32-bit multiplies).
+inline uint32_t mix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+LS_SIMD_CLONES void dropout_row(int64_t n, uint32_t row_key, uint32_t threshold, float scale, const float* x, float* y,
+                                uint8_t* mask) {
+  for (int64_t e = 0; e < n; ++e) {
+    const uint32_t u = mix32(row_key + static_cast<uint32_t>(e) * 0x9E3779B9u) >> 8;
+    const uint32_t keep = u >= threshold;
+    mask[e] = static_cast<uint8_t>(keep);
+    y[e] = x[e] * (static_cast<float>(keep) * scale);
+  }
+}
+
+LS_SIMD_CLONES void dropout_bwd(int64_t b, int64_t e, float scale, const uint8_t* mask, const float* dy, float* dx) {
+  for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * (static_cast<float>(mask[i]) * scale);
+}
+}  // namespace
+
+void relu_forward_cpu(int64_t n, const float* x, float* y) {
+  parallel_for(n, kGrain, [&](int64_t b, int64_t e) { relu_fwd(b, e, x, y); });
+}
+
+void relu_backward_cpu(int64_t n, const float* y, const float* dy, float* dx) {
+  parallel_for(n, kGrain, [&](int64_t b, int64_t e) { relu_bwd(b, e, y, dy, dx); });
+}
+
+void dropout_forward_cpu(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
+                         uint8_t* mask) {
+  const float scale = 1.f / (1.f - p);
+  const auto threshold = static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 16777216.0));
+  parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(row_len, 1)), [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r) {
+      const auto row_key = static_cast<uint32_t>(rng_u64(key, static_cast<uint64_t>(row0 + r)));
+      dropout_row(row_len, row_key, threshold, scale, x + r * row_len, y + r * row_len, mask + r * row_len);
+    }
+  });
+}
+
+void dropout_backward_cpu(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) {
+  const float scale = 1.f / (1.f - p);
+  parallel_for(n, kGrain, [&](int64_t b, int64_t e) { dropout_bwd(b, e, scale, mask, dy, dx); });
+}
+
+}  // namespace lockstep::ops

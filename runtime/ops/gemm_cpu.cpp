@@ -1,0 +1,20 @@
+// sgemm through OpenBLAS's cblas interface.
+#include "ops/gemm.h"
+
+#include <cblas.h>
+
+#include "core/error.h"
+
+namespace lockstep::ops {
+
+void sgemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  LS_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm: negative size {}x{}x{}", M, N, K);
+  LS_CHECK(M < (int64_t{1} << 31) && N < (int64_t{1} << 31) && K < (int64_t{1} << 31), "sgemm: size over 2^31");
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, ta == Trans::N ? CblasNoTrans : CblasTrans, tb == Trans::N ? CblasNoTrans : CblasTrans,
+              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
+              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
+}
+
+}  // namespace lockstep::ops

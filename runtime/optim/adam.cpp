@@ -1,0 +1,48 @@
+// Adam/AdamW update, one pass over the flat buffers.
+#include "optim/adam.h"
+
+#include <cmath>
+
+namespace lockstep {
+
+Adam::Adam(ParameterStore& params, const OptimizerConfig& config)
+    : Optimizer(params, config), decoupled_(config.name == "adamw") {
+  LS_CHECK_INPUT(config.beta1 >= 0.f && config.beta1 < 1.f && config.beta2 >= 0.f && config.beta2 < 1.f,
+                 "Adam betas ({}, {}) must be in [0, 1)", config.beta1, config.beta2);
+  LS_CHECK_INPUT(config.eps > 0.f, "Adam eps {} must be positive", config.eps);
+  m_ = Tensor::zeros(Shape{params.padded_numel()});
+  v_ = Tensor::zeros(Shape{params.padded_numel()});
+}
+
+std::string Adam::describe() const {
+  return fmt::format("{}(betas=({}, {}), eps={}, weight_decay={})", decoupled_ ? "AdamW" : "Adam", config_.beta1,
+                     config_.beta2, config_.eps, config_.weight_decay);
+}
+
+std::vector<std::pair<std::string, Tensor*>> Adam::state() { return {{"exp_avg", &m_}, {"exp_avg_sq", &v_}}; }
+
+void Adam::update(int64_t begin, int64_t end, float lr, bool decay) {
+  float* p = params_.values().data<float>();
+  const float* g = params_.grads().data<float>();
+  float* m = m_.data<float>();
+  float* v = v_.data<float>();
+  const double t = static_cast<double>(steps_ + 1);
+  const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
+  const float step_size = static_cast<float>(lr / (1.0 - std::pow(static_cast<double>(b1), t)));
+  const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(static_cast<double>(b2), t)));
+  const float wd = decay ? config_.weight_decay : 0.f;
+  const float l2 = decoupled_ ? 0.f : wd;
+  const float shrink = decoupled_ ? 1.f - lr * wd : 1.f;
+#pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
+  for (int64_t i = begin; i < end; ++i) {
+    const float pi = p[i] * shrink;
+    const float gi = g[i] + l2 * pi;
+    const float mi = b1 * m[i] + (1.f - b1) * gi;
+    const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,57 @@
+// Optimizer interface: an update is one pass over the flat parameter and
+// gradient buffers of a ParameterStore. State tensors (momentum, moments) have
+// the same flat layout, so they can be broadcast and checkpointed as a whole.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/parameter_store.h"
+
+namespace lockstep {
+
+struct OptimizerConfig {
+  std::string name = "sgd";  // sgd | adam | adamw
+  float momentum = 0.9f;     // sgd
+  bool nesterov = false;     // sgd
+  float weight_decay = 0.f;  // sgd/adam: L2 added to the gradient; adamw: decoupled
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam/adamw
+  bool decay_all = true;     // false: skip parameters declared with decay=false (biases)
+};
+
+class Optimizer {
+ public:
+  explicit Optimizer(ParameterStore& params, const OptimizerConfig& config);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Apply one update with learning rate `lr` from the current gradients.
+  void step(float lr);
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t s) { steps_ = s; }
+  virtual std::string describe() const = 0;
+  // Named state tensors ([padded_numel] fp32 each), for broadcast and checkpoints.
+  virtual std::vector<std::pair<std::string, Tensor*>> state() = 0;
+
+ protected:
+  // Update elements [begin, end) of the flat buffers; `decay` tells whether
+  // weight decay applies to this range.
+  virtual void update(int64_t begin, int64_t end, float lr, bool decay) = 0;
+
+  ParameterStore& params_;
+  OptimizerConfig config_;
+  int64_t steps_ = 0;  // updates applied so far (Adam's bias correction uses steps_ + 1)
+
+ private:
+  struct Range {
+    int64_t begin, end;
+    bool decay;
+  };
+  std::vector<Range> ranges_;  // contiguous runs of the flat buffer with one decay setting
+};
+
+std::unique_ptr<Optimizer> make_optimizer(ParameterStore& params, const OptimizerConfig& config);
+
+}  // namespace lockstep

@@ -1,0 +1,42 @@
+// SGD update, one pass over the flat buffers.
+#include "optim/sgd.h"
+
+namespace lockstep {
+
+Sgd::Sgd(ParameterStore& params, const OptimizerConfig& config) : Optimizer(params, config) {
+  LS_CHECK_INPUT(config.momentum >= 0.f && config.momentum < 1.f, "--momentum {} must be in [0, 1)", config.momentum);
+  LS_CHECK_INPUT(!config.nesterov || config.momentum > 0.f, "Nesterov momentum needs --momentum > 0");
+  if (config.momentum > 0.f) momentum_ = Tensor::zeros(Shape{params.padded_numel()});
+}
+
+std::string Sgd::describe() const {
+  return fmt::format("SGD(momentum={}, nesterov={}, weight_decay={})", config_.momentum, config_.nesterov,
+                     config_.weight_decay);
+}
+
+std::vector<std::pair<std::string, Tensor*>> Sgd::state() {
+  if (!momentum_.defined()) return {};
+  return {{"momentum", &momentum_}};
+}
+
+void Sgd::update(int64_t begin, int64_t end, float lr, bool decay) {
+  float* p = params_.values().data<float>();
+  const float* g = params_.grads().data<float>();
+  const float wd = decay ? config_.weight_decay : 0.f, m = config_.momentum;
+  if (m == 0.f) {
+#pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
+    for (int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+    return;
+  }
+  float* buf = momentum_.data<float>();
+  const bool nesterov = config_.nesterov;
+#pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
+  for (int64_t i = begin; i < end; ++i) {
+    const float gi = g[i] + wd * p[i];
+    const float b = m * buf[i] + gi;
+    buf[i] = b;
+    p[i] -= lr * (nesterov ? gi + m * b : b);
+  }
+}
+
+}  // namespace lockstep

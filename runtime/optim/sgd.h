@@ -1,0 +1,22 @@
+// SGD with momentum, Nesterov and L2 weight decay, as torch.optim.SGD
+// (dampening 0):  g = grad + wd*p;  buf = m*buf + g;  p -= lr * (nesterov ? g + m*buf : buf)
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace lockstep {
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(ParameterStore& params, const OptimizerConfig& config);
+  std::string describe() const override;
+  std::vector<std::pair<std::string, Tensor*>> state() override;
+
+ protected:
+  void update(int64_t begin, int64_t end, float lr, bool decay) override;
+
+ private:
+  Tensor momentum_;  // [padded_numel]
+};
+
+}  // namespace lockstep

@@ -1,0 +1,50 @@
+// Allocator interface: tensors own their bytes through a Storage that returns
+// them to the allocator that made them. The CPU allocator hands out 64-byte
+// aligned, zero-filled memory; a caching CUDA allocator joins with the GPU path.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "tensor/device.h"
+
+namespace lockstep {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  virtual Device device() const = 0;
+};
+
+class CpuAllocator final : public Allocator {
+ public:
+  static constexpr size_t kAlignment = 64;
+  void* allocate(size_t nbytes) override;  // zero-filled (pages touched)
+  void deallocate(void* ptr, size_t nbytes) override;
+  Device device() const override { return Device::cpu(); }
+};
+
+// A shared, stateless CPU allocator (no global state behind it).
+std::shared_ptr<Allocator> cpu_allocator();
+
+// A block of bytes owned by one allocator; freed when the last tensor using it goes.
+class Storage {
+ public:
+  Storage(std::shared_ptr<Allocator> allocator, size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return allocator_->device(); }
+
+ private:
+  std::shared_ptr<Allocator> allocator_;
+  size_t nbytes_;
+  void* data_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,64 @@
+// Tensor: a contiguous (row-major, no strides) view of typed elements in a
+// Storage. Views share storage, so parameter tensors can be windows into one
+// flat buffer. numel() counts elements; nbytes() counts bytes; never mix them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/error.h"
+#include "tensor/allocator.h"
+#include "tensor/dtype.h"
+#include "tensor/shape.h"
+
+namespace lockstep {
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined tensor
+
+  // Zero-filled tensor on the allocator's device.
+  static Tensor zeros(const Shape& shape, DType dtype = DType::F32,
+                      std::shared_ptr<Allocator> allocator = cpu_allocator());
+  static Tensor from_vector(const Shape& shape, const std::vector<float>& values);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return shape_.rank(); }
+  int64_t size(int dim) const { return shape_[dim]; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
+  int64_t numel() const { return shape_.numel(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * size_of(dtype_); }
+
+  void* raw_data() const { return static_cast<char*>(storage_->data()) + offset_bytes_; }
+  template <typename T>
+  T* data() const {
+    LS_CHECK(dtype_of<T>() == dtype_, "tensor holds {}, accessed as {}", dtype_name(dtype_), dtype_name(dtype_of<T>()));
+    return static_cast<T*>(raw_data());
+  }
+  template <typename T>
+  std::span<T> span() const { return {data<T>(), static_cast<size_t>(numel())}; }
+
+  // Same elements, another shape (numel must match). Shares storage.
+  Tensor reshape(const Shape& shape) const;
+  // `shape.numel()` elements starting at element `offset` of this tensor. Shares storage.
+  Tensor slice(int64_t offset, const Shape& shape) const;
+  // First `n` rows (along dimension 0) of this tensor. Shares storage.
+  Tensor narrow_rows(int64_t n) const;
+
+  void copy_from(const Tensor& src);  // same numel and dtype, CPU
+  void fill(float value);             // F32, CPU
+  void zero();                        // any dtype, CPU
+  std::vector<float> to_vector() const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  size_t offset_bytes_ = 0;
+  Shape shape_;
+  DType dtype_ = DType::F32;
+};
+
+}  // namespace lockstep
