@@ -1,0 +1,274 @@
+// Trainer options: declaration, LOCKSTEP_* environment mapping, conversion
+// with messages that name the flag, and validation.
+#include "options.h"
+
+#include <cxxopts.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "core/error.h"
+#include "data/mnist.h"
+#include "registry.h"
+
+extern char** environ;
+
+namespace lockstep {
+namespace {
+
+constexpr const char* kEnvPrefix = "LOCKSTEP_";
+
+// "fusion-threshold-mb" -> "LOCKSTEP_FUSION_THRESHOLD_MB"
+std::string env_name(const std::string& flag) {
+  std::string s = kEnvPrefix;
+  for (char c : flag) s += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int64_t to_int(const std::string& flag, const std::string& text) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  LS_CHECK_INPUT(ec == std::errc() && p == end && !text.empty(), "--{}: '{}' is not an integer", flag, text);
+  return v;
+}
+
+float to_float(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const float v = std::strtof(text.c_str(), &end);
+  LS_CHECK_INPUT(!text.empty() && end == text.c_str() + text.size() && errno == 0 && std::isfinite(v),
+                 "--{}: '{}' is not a finite number", flag, text);
+  return v;
+}
+
+std::vector<int64_t> to_shape(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    dims.push_back(to_int(flag, part));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return dims;
+}
+
+std::string one_of(const std::string& flag, const std::string& value, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (value == a) return value;
+  std::string list;
+  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
+}
+
+cxxopts::Options make_options() {
+  TrainConfig d;  // defaults shown in --help
+  cxxopts::Options o("trainer", "lockstep trainer: synchronous data-parallel training of the built-in models.\n"
+                                "Every option can also be set as LOCKSTEP_<OPTION> (e.g. LOCKSTEP_BATCH_SIZE=256);\n"
+                                "the command line wins.");
+  auto s = [](const std::string& v) { return cxxopts::value<std::string>()->default_value(v); };
+  auto f = [](float v) { return cxxopts::value<std::string>()->default_value(fmt::format("{}", v)); };
+  std::string models;
+  for (const auto& m : models::model_names()) models += (models.empty() ? "" : ", ") + m;
+  o.add_options("model and data")
+      ("model", "model: " + models, s(d.model))
+      ("dataset", "fashion-mnist, mnist-format (any MNIST-style IDX directory) or synthetic", s(d.dataset))
+      ("data-dir", "directory of the IDX files", s(kFashionMnistDir))
+      ("synthetic-shape", "synthetic sample shape C,H,W", s("1,28,28"))
+      ("synthetic-classes", "synthetic class count", s(std::to_string(d.synthetic_classes)))
+      ("synthetic-samples", "synthetic training samples (test: a sixth, at least one batch)",
+       s(std::to_string(d.synthetic_samples)));
+  o.add_options("schedule")
+      ("epochs", "training epochs", s(std::to_string(d.epochs)))
+      ("max-steps", "stop after this many optimizer steps (0 = no limit)", s("0"))
+      ("batch-size", "samples per process per step", s(std::to_string(d.batch_size)))
+      ("global-batch-size", "samples per step over all processes, split evenly (0 = batch-size x processes)", s("0"))
+      ("eval-batch-size", "samples per process per evaluation batch (0 = max(batch-size, 256))", s("0"));
+  o.add_options("optimisation")
+      ("optimizer", "sgd, adam or adamw", s(d.optimizer))
+      ("lr", "base learning rate", f(d.lr))
+      ("momentum", "SGD momentum", f(d.momentum))
+      ("nesterov", "Nesterov momentum (SGD)", cxxopts::value<bool>()->default_value("false"))
+      ("weight-decay", "weight decay (L2 for sgd/adam, decoupled for adamw)", f(d.weight_decay))
+      ("lr-schedule", "constant, step or cosine", s(d.lr_schedule))
+      ("warmup-epochs", "linear learning-rate warmup (fractional epochs allowed)", f(d.warmup_epochs))
+      ("lr-step-epochs", "step schedule: multiply by --lr-gamma every this many epochs", f(d.lr_step_epochs))
+      ("lr-gamma", "step schedule decay factor", f(d.lr_gamma))
+      ("seed", "seed for initialisation, shuffling and dropout", s(std::to_string(d.seed)));
+  o.add_options("execution")
+      ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
+      ("device", "auto, cpu or cuda", s(d.device));
+  o.add_options("outputs")
+      ("metrics-file", "write per-epoch metrics as JSON Lines to this file", s(""))
+      ("save-weights", "write the final weights (safetensors) to this file", s(""))
+      ("load-weights", "start from these weights (safetensors)", s(""))
+      ("progress", "progress bar: auto (on a terminal), on or off", s(d.progress))
+      ("log-level", "trace, debug, info, warn or error", s(d.log_level))
+      ("h,help", "print this help")
+      ("version", "print the version");
+  return o;
+}
+
+// Environment variables for known options, as "--flag=value" arguments.
+std::vector<std::string> env_arguments(const cxxopts::Options& options, std::vector<std::string>& env_names) {
+  std::vector<std::string> flags;
+  for (const auto& group : options.groups())
+    for (const auto& opt : options.group_help(group).options) flags.push_back(opt.l.empty() ? opt.s : opt.l.front());
+  std::vector<std::string> args;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind(kEnvPrefix, 0) != 0) continue;
+    const std::string name = kv.substr(0, kv.find('='));
+    const std::string value = kv.substr(kv.find('=') + 1);
+    for (const auto& flag : flags) {
+      if (flag == "help" || flag == "version" || env_name(flag) != name) continue;
+      args.push_back("--" + flag + "=" + value);
+      env_names.push_back(name);
+    }
+  }
+  return args;
+}
+
+
+// cxxopts quotes with typographic marks; error lines use plain ones.
+std::string plain_quotes(std::string s) {
+  for (const char* q : {"\u2018", "\u2019"}) {
+    for (size_t p = s.find(q); p != std::string::npos; p = s.find(q)) s.replace(p, std::strlen(q), "'");
+  }
+  return s;
+}
+
+cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<const char*>& args) {
+  try {
+    return options.parse(static_cast<int>(args.size()), args.data());
+  } catch (const cxxopts::exceptions::exception& e) {
+    LS_INPUT_ERROR("{}", plain_quotes(e.what()));
+  }
+}
+
+void convert(const cxxopts::ParseResult& r, TrainConfig& c);
+
+}  // namespace
+
+ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
+  cxxopts::Options options = make_options();
+  std::vector<std::string> env_names;
+  const std::vector<std::string> env_args = env_arguments(options, env_names);
+  // Each environment value is converted on its own first, so errors name the variable.
+  for (size_t i = 0; i < env_args.size(); ++i) {
+    try {
+      cxxopts::Options probe = make_options();
+      TrainConfig scratch;
+      convert(parse_args(probe, {"trainer", env_args[i].c_str()}), scratch);
+    } catch (const InputError& e) {
+      LS_INPUT_ERROR("{}={}: {}", env_names[i], env_args[i].substr(env_args[i].find('=') + 1), e.message());
+    }
+  }
+  std::vector<const char*> args{argv[0]};
+  for (const auto& a : env_args) args.push_back(a.c_str());
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);  // after the environment: the command line wins
+
+  const cxxopts::ParseResult r = parse_args(options, args);
+  if (r.count("help")) {
+    std::cout << options.help({"model and data", "schedule", "optimisation", "execution", "outputs"}) << std::endl;
+    return ParseOutcome::Exit;
+  }
+  if (r.count("version")) {
+    std::cout << "lockstep " << LOCKSTEP_VERSION << std::endl;
+    return ParseOutcome::Exit;
+  }
+  LS_CHECK_INPUT(r.unmatched().empty(), "unexpected argument '{}'", r.unmatched().front());
+  convert(r, c);
+  return ParseOutcome::Run;
+}
+
+namespace {
+
+void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
+  auto str = [&](const char* k) { return r[k].as<std::string>(); };
+  auto i64 = [&](const char* k) { return to_int(k, str(k)); };
+  auto flt = [&](const char* k) { return to_float(k, str(k)); };
+  auto positive = [&](const char* k) {
+    const int64_t v = i64(k);
+    LS_CHECK_INPUT(v > 0, "--{}: {} must be positive", k, v);
+    return v;
+  };
+  auto non_negative = [&](const char* k) {
+    const int64_t v = i64(k);
+    LS_CHECK_INPUT(v >= 0, "--{}: {} must not be negative", k, v);
+    return v;
+  };
+
+  c.model = str("model");
+  const std::vector<std::string> known = models::model_names();
+  LS_CHECK_INPUT(std::find(known.begin(), known.end(), c.model) != known.end(), "--model: '{}' is unknown (known: {})",
+                 c.model, fmt::join(known, ", "));
+  c.dataset = one_of("dataset", str("dataset"), {"fashion-mnist", "mnist-format", "synthetic"});
+  c.data_dir = str("data-dir");
+  c.synthetic_shape = to_shape("synthetic-shape", str("synthetic-shape"));
+  LS_CHECK_INPUT(c.synthetic_shape.size() == 3 && c.synthetic_shape[0] > 0 && c.synthetic_shape[1] > 0 &&
+                     c.synthetic_shape[2] > 0 && c.synthetic_shape[0] * c.synthetic_shape[1] * c.synthetic_shape[2] <= (1 << 24),
+                 "--synthetic-shape: '{}' must be three positive extents C,H,W", str("synthetic-shape"));
+  c.synthetic_classes = i64("synthetic-classes");
+  LS_CHECK_INPUT(c.synthetic_classes >= 2 && c.synthetic_classes <= 100000, "--synthetic-classes: {} must be in [2, 100000]",
+                 c.synthetic_classes);
+  c.synthetic_samples = positive("synthetic-samples");
+  c.epochs = positive("epochs");
+  c.max_steps = non_negative("max-steps");
+  c.batch_size = positive("batch-size");
+  c.global_batch_size = non_negative("global-batch-size");
+  c.eval_batch_size = non_negative("eval-batch-size");
+  c.optimizer = one_of("optimizer", str("optimizer"), {"sgd", "adam", "adamw"});
+  c.lr = flt("lr");
+  LS_CHECK_INPUT(c.lr > 0.f, "--lr: {} must be positive", c.lr);
+  c.momentum = flt("momentum");
+  LS_CHECK_INPUT(c.momentum >= 0.f && c.momentum < 1.f, "--momentum: {} must be in [0, 1)", c.momentum);
+  c.nesterov = r["nesterov"].as<bool>();
+  LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
+  c.weight_decay = flt("weight-decay");
+  LS_CHECK_INPUT(c.weight_decay >= 0.f, "--weight-decay: {} must not be negative", c.weight_decay);
+  c.lr_schedule = one_of("lr-schedule", str("lr-schedule"), {"constant", "step", "cosine"});
+  c.warmup_epochs = flt("warmup-epochs");
+  LS_CHECK_INPUT(c.warmup_epochs >= 0.f, "--warmup-epochs: {} must not be negative", c.warmup_epochs);
+  c.lr_step_epochs = flt("lr-step-epochs");
+  LS_CHECK_INPUT(c.lr_step_epochs >= 0.f, "--lr-step-epochs: {} must not be negative", c.lr_step_epochs);
+  LS_CHECK_INPUT(c.lr_schedule != "step" || c.lr_step_epochs > 0.f, "--lr-schedule step needs --lr-step-epochs > 0");
+  c.lr_gamma = flt("lr-gamma");
+  LS_CHECK_INPUT(c.lr_gamma > 0.f && c.lr_gamma <= 1.f, "--lr-gamma: {} must be in (0, 1]", c.lr_gamma);
+  c.seed = static_cast<uint64_t>(non_negative("seed"));
+  c.threads = static_cast<int>(non_negative("threads"));
+  LS_CHECK_INPUT(c.threads <= 1024, "--threads: {} is more than 1024", c.threads);
+  c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
+  c.metrics_file = str("metrics-file");
+  c.save_weights = str("save-weights");
+  c.load_weights = str("load-weights");
+  c.progress = one_of("progress", str("progress"), {"auto", "on", "off"});
+  c.log_level = one_of("log-level", str("log-level"), {"trace", "debug", "info", "warn", "error"});
+}
+
+}  // namespace
+
+void validate_train_config(const TrainConfig& c) {
+  namespace fs = std::filesystem;
+  if (c.dataset != "synthetic")
+    LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
+  LS_CHECK_INPUT(c.device != "cuda", "--device cuda: this build has no CUDA device support yet (the GPU path is not implemented)");
+  for (const auto& [flag, path] : {std::pair{"metrics-file", c.metrics_file}, std::pair{"save-weights", c.save_weights}}) {
+    if (path.empty()) continue;
+    const fs::path p(path);
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    LS_CHECK_INPUT(fs::is_directory(dir), "--{}: directory {} does not exist", flag, dir.string());
+    LS_CHECK_INPUT(!fs::is_directory(p), "--{}: {} is a directory", flag, path);
+  }
+  if (!c.load_weights.empty())
+    LS_CHECK_INPUT(fs::is_regular_file(c.load_weights), "--load-weights: {} is not a file", c.load_weights);
+}
+
+}  // namespace lockstep

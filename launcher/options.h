@@ -1,0 +1,57 @@
+// The trainer's configuration: one struct, filled from the command line
+// (cxxopts) and from LOCKSTEP_<OPTION> environment variables, mapped here and
+// nowhere else. The command line wins over the environment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+struct TrainConfig {
+  // model and data
+  std::string model = "lenet";
+  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist-format | synthetic
+  std::string data_dir;                   // default: /usr/share/datasets/fashion-mnist
+  std::vector<int64_t> synthetic_shape{1, 28, 28};
+  int64_t synthetic_classes = 10;
+  int64_t synthetic_samples = 10000;
+  // schedule
+  int64_t epochs = 10;
+  int64_t max_steps = 0;  // 0 = no limit
+  int64_t batch_size = 128;         // per process
+  int64_t global_batch_size = 0;    // 0 = batch_size * world; else split evenly
+  int64_t eval_batch_size = 0;      // 0 = max(batch_size, 256)
+  // optimisation
+  std::string optimizer = "sgd";
+  float lr = 0.05f;
+  float momentum = 0.9f;
+  bool nesterov = false;
+  float weight_decay = 0.f;
+  std::string lr_schedule = "constant";
+  float warmup_epochs = 0.f;
+  float lr_step_epochs = 0.f;  // step schedule: decay every this many epochs
+  float lr_gamma = 0.1f;
+  uint64_t seed = 42;
+  // execution
+  int threads = 0;  // 0 = cores / local processes
+  std::string device = "auto";
+  // outputs
+  std::string metrics_file;
+  std::string save_weights;
+  std::string load_weights;
+  std::string progress = "auto";  // auto | on | off
+  std::string log_level = "info";
+};
+
+enum class ParseOutcome { Run, Exit };
+
+// Parses argv (and the environment); throws InputError naming the bad flag or
+// variable. Returns Exit after printing --help or --version.
+ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& config);
+
+// Checks that need the filesystem (data dir, output locations) before any work.
+void validate_train_config(const TrainConfig& config);
+
+}  // namespace lockstep
