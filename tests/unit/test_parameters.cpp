@@ -1,0 +1,99 @@
+// ParameterStore layout and Sequential memory planning.
+#include <catch2/catch.hpp>
+
+#include "nn/layers.h"
+#include "nn/model.h"
+#include "registry.h"
+
+using namespace lockstep;
+
+TEST_CASE("parameters are laid out in reverse declaration order, aligned", "[params]") {
+  ParameterStore store;
+  Parameter* a = store.declare("a", Shape{3});
+  Parameter* b = store.declare("b", Shape{2, 5});
+  Parameter* c = store.declare("c", Shape{17});
+  store.finalize();
+  CHECK(c->offset == 0);
+  CHECK(b->offset == 32);  // 17 rounded up to 32
+  CHECK(a->offset == 48);  // 10 rounded up to 16
+  CHECK(store.padded_numel() == 64);
+  CHECK(store.numel() == 30);
+  for (const auto& p : store.params()) CHECK(p.offset % ParameterStore::kAlignElements == 0);
+  // Views alias the flat buffers.
+  b->value.data<float>()[3] = 7.f;
+  CHECK(store.values().data<float>()[35] == 7.f);
+  c->grad.data<float>()[16] = 2.f;
+  CHECK(store.grads().data<float>()[16] == 2.f);
+  CHECK_THROWS(store.declare("d", Shape{1}));
+}
+
+TEST_CASE("gradients become final front-to-back in the flat buffer", "[params]") {
+  auto model = models::build_model("lenet", {}, 1);
+  Sequential& net = model->net();
+  // Each ready layer's parameters form one range of the flat buffer, and the
+  // ranges arrive in order, tiling [0, padded_numel).
+  int64_t next = 0;
+  size_t layers_ready = 0;
+  net.set_grad_ready_hook([&](size_t layer) {
+    int64_t lo = INT64_MAX, hi = 0;
+    for (const auto& p : model->params().params())
+      if (p.name.rfind("layers." + std::to_string(layer) + ".", 0) == 0) {
+        lo = std::min(lo, p.offset);
+        hi = std::max(hi, p.offset + (p.numel() + 15) / 16 * 16);
+      }
+    CHECK(lo == next);
+    next = hi;
+    ++layers_ready;
+  });
+  Tensor x = Tensor::zeros(model->batch_shape(2));
+  net.forward(x, {});
+  net.output_grad().fill(0.1f);
+  net.backward({});
+  CHECK(layers_ready == 4);
+  CHECK(next == model->params().padded_numel());
+}
+
+TEST_CASE("the planner fuses ReLU into Conv2d/Linear and runs Dropout in place only when safe", "[params]") {
+  auto model = models::build_model("keras-cnn", {}, 1);
+  Sequential& net = model->net();
+  Tensor x = Tensor::zeros(model->batch_shape(4));
+  net.forward(x, {});
+  const auto& a = net.planned_aliasing();
+  // conv ReLU conv ReLU maxpool dropout flatten linear ReLU dropout linear
+  CHECK(a[1] == Aliasing::Fused);
+  CHECK(a[3] == Aliasing::Fused);
+  CHECK(a[4] == Aliasing::None);
+  CHECK(a[5] == Aliasing::InPlace);  // after max pooling, whose backward needs only indices
+  CHECK(a[6] == Aliasing::View);
+  CHECK(a[8] == Aliasing::Fused);
+  CHECK(a[9] == Aliasing::None);     // the fused ReLU's output is read by Linear's backward
+}
+
+TEST_CASE("model summary and parameter names follow PyTorch's nn.Sequential", "[params]") {
+  auto model = models::build_model("lenet", {}, 1);
+  std::vector<std::string> names;
+  for (const auto& p : model->params().params()) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"layers.0.weight", "layers.0.bias", "layers.3.weight", "layers.3.bias",
+                                          "layers.7.weight", "layers.7.bias", "layers.9.weight", "layers.9.bias"});
+  CHECK(model->params().find("layers.7.weight")->shape == (Shape{128, 800}));
+  CHECK(model->params().numel() == 20 * 9 + 20 + 50 * 500 + 50 + 128 * 800 + 128 + 10 * 128 + 10);
+}
+
+TEST_CASE("the same seed gives the same initial weights, another seed different ones", "[params]") {
+  auto a = models::build_model("mlp", {}, 5);
+  auto b = models::build_model("mlp", {}, 5);
+  auto c = models::build_model("mlp", {}, 6);
+  CHECK(a->params().values().to_vector() == b->params().values().to_vector());
+  CHECK(a->params().values().to_vector() != c->params().values().to_vector());
+}
+
+TEST_CASE("every model builds for 28x28x1 and for other sample shapes", "[params]") {
+  for (const auto& name : models::model_names()) {
+    auto m = models::build_model(name, {Shape{1, 28, 28}, 10}, 1);
+    CHECK(m->params().numel() > 0);
+    auto big = models::build_model(name, {Shape{3, 32, 32}, 7}, 1);
+    Tensor x = Tensor::zeros(big->batch_shape(3));
+    CHECK(big->net().forward(x, {}).shape() == (Shape{3, 7}));
+  }
+  CHECK_THROWS_AS(models::build_model("resnet9000", {}, 1), InputError);
+}
