@@ -7,7 +7,9 @@
 namespace lockstep {
 
 void set_compute_threads(int threads) {
-  openblas_set_num_threads(threads);
+  // The ops parallelise over the batch themselves and call OpenBLAS from each
+  // thread; OpenBLAS's own pool stays at one thread so the two never compete.
+  openblas_set_num_threads(1);
   omp_set_num_threads(threads);
 }
 

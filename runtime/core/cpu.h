@@ -6,7 +6,8 @@
 
 namespace lockstep {
 
-// Sets OpenBLAS and OpenMP thread counts for this process.
+// Sets the threads the CPU ops use (OpenMP); OpenBLAS is kept single-threaded
+// and is called from each of those threads.
 void set_compute_threads(int threads);
 int compute_threads();
 // OpenBLAS's name for the kernels it selected ("Haswell", "SkylakeX", ...).

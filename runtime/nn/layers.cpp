@@ -7,9 +7,8 @@
 #include <cmath>
 
 #include "core/hash.h"
-#include "ops/conv2d.h"
 #include "ops/elementwise.h"
-#include "ops/gemm.h"
+#include "ops/linear.h"
 #include "ops/pool2d.h"
 
 namespace lockstep {
@@ -50,34 +49,15 @@ void Linear::init(Rng& rng) {
 
 void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
   require_cpu(x, "Linear");
-  const int64_t B = x.size(0);
-  float* yp = y.data<float>();
-  if (b_) {
-    const float* b = b_->value.data<float>();
-    for (int64_t i = 0; i < B; ++i) std::copy_n(b, out_, yp + i * out_);
-  }
-  ops::sgemm(ops::Trans::N, ops::Trans::T, B, out_, in_, 1.f, x.data<float>(), in_, w_->value.data<float>(), in_,
-             b_ ? 1.f : 0.f, yp, out_);
-  if (relu_) ops::relu_forward_cpu(y.numel(), yp, yp);
+  ops::linear_forward_cpu(x.size(0), in_, out_, x.data<float>(), w_->value.data<float>(),
+                          b_ ? b_->value.data<float>() : nullptr, y.data<float>(), relu_);
 }
 
 void Linear::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
-  const int64_t B = x.size(0);
-  float* dyp = dy.data<float>();
-  if (relu_) ops::relu_backward_cpu(dy.numel(), y.data<float>(), dyp, dyp);  // dy is scratch: mask in place
-  // dW[out, in] (+)= dy[B, out]^T x[B, in]
-  ops::sgemm(ops::Trans::T, ops::Trans::N, out_, in_, B, 1.f, dyp, out_, x.data<float>(), in_,
-             ctx.accumulate ? 1.f : 0.f, w_->grad.data<float>(), in_);
-  if (b_) {
-    float* db = b_->grad.data<float>();
-    if (!ctx.accumulate) std::fill_n(db, out_, 0.f);
-    for (int64_t i = 0; i < B; ++i)
-      for (int64_t j = 0; j < out_; ++j) db[j] += dyp[i * out_ + j];
-  }
-  // dx[B, in] = dy[B, out] W[out, in]
-  if (dx)
-    ops::sgemm(ops::Trans::N, ops::Trans::N, B, in_, out_, 1.f, dyp, out_, w_->value.data<float>(), in_, 0.f,
-               dx->data<float>(), in_);
+  // dy is Sequential's scratch gradient buffer: the fused ReLU masks it in place.
+  ops::linear_backward_cpu(x.size(0), in_, out_, x.data<float>(), w_->value.data<float>(), y.data<float>(),
+                           dy.data<float>(), dx ? dx->data<float>() : nullptr, w_->grad.data<float>(),
+                           b_ ? b_->grad.data<float>() : nullptr, ctx.accumulate, relu_);
 }
 
 // ---------------------------------------------------------------- Conv2d
@@ -123,14 +103,24 @@ ops::Conv2dShape conv_shape(const Shape& x, const Shape& y, int64_t k, int64_t s
 
 void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
   require_cpu(x, "Conv2d");
-  ops::conv2d_forward_cpu(conv_shape(x.shape(), y.shape(), k_, stride_, pad_), x.data<float>(),
-                          w_->value.data<float>(), b_ ? b_->value.data<float>() : nullptr, y.data<float>(), relu_, ws_);
+  const auto s = conv_shape(x.shape(), y.shape(), k_, stride_, pad_);
+  const float* b = b_ ? b_->value.data<float>() : nullptr;
+  if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
+    ops::conv2d_winograd_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
+  else
+    ops::conv2d_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
 }
 
 void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
-  ops::conv2d_backward_cpu(conv_shape(x.shape(), y.shape(), k_, stride_, pad_), x.data<float>(),
-                           w_->value.data<float>(), y.data<float>(), dy.data<float>(), dx ? dx->data<float>() : nullptr,
-                           w_->grad.data<float>(), b_ ? b_->grad.data<float>() : nullptr, ctx.accumulate, relu_, ws_);
+  const auto s = conv_shape(x.shape(), y.shape(), k_, stride_, pad_);
+  float* dxp = dx ? dx->data<float>() : nullptr;
+  float* db = b_ ? b_->grad.data<float>() : nullptr;
+  if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
+    ops::conv2d_winograd_backward_cpu(s, x.data<float>(), w_->value.data<float>(), y.data<float>(), dy.data<float>(),
+                                      dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);
+  else
+    ops::conv2d_backward_cpu(s, x.data<float>(), w_->value.data<float>(), y.data<float>(), dy.data<float>(), dxp,
+                             w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);
 }
 
 // ---------------------------------------------------------------- Pool2d

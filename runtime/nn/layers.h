@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "nn/module.h"
+#include "ops/conv2d.h"
 #include "ops/workspace.h"
 
 namespace lockstep {
@@ -48,9 +49,12 @@ class Conv2d final : public Module {
   int64_t forward_flops(const Shape& in) const override;
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }
+  // Forces an algorithm (tests, benchmarks); Auto picks per shape.
+  void set_algorithm(ops::ConvAlgo algo) { algo_ = algo; }
 
  private:
   int64_t in_c_, out_c_, k_, stride_, pad_;
+  ops::ConvAlgo algo_ = ops::ConvAlgo::Auto;
   bool bias_;
   bool relu_ = false;  // fused ReLU on the output
   Parameter* w_ = nullptr;

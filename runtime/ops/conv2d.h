@@ -23,6 +23,20 @@ struct Conv2dShape {
 // Images per GEMM chunk.
 int64_t conv2d_chunk(const Conv2dShape& s);
 
+// Algorithms. im2col+GEMM handles every shape; Winograd F(2x2,3x3)
+// (conv2d_winograd_cpu.cpp) handles 3x3 stride-1 layers with 2.25x fewer
+// multiplies. Auto picks Winograd where it applies and has enough channels for
+// its small-K GEMMs to pay off.
+enum class ConvAlgo { Auto, Im2col, Winograd };
+bool conv2d_winograd_applies(const Conv2dShape& s);
+ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested);
+
+void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y,
+                                 bool relu, Workspace& ws);
+void conv2d_winograd_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
+                                  float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws);
+
+// im2col+GEMM path.
 void conv2d_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y, bool relu,
                         Workspace& ws);
 // dw/db are overwritten unless `accumulate`; dx (nullable) is overwritten.

@@ -1,5 +1,8 @@
 // Conv2d on the CPU: im2col + OpenBLAS sgemm per chunk of images, with the
 // bias, the optional ReLU and the ReLU mask applied while the chunk is in cache.
+// The batch is split into contiguous parts, one per thread; in backward each
+// thread but the first accumulates dW/db into its own partial buffer, and the
+// partials are added in thread order (deterministic for a given thread count).
 #include "ops/conv2d.h"
 
 #include <algorithm>
@@ -23,6 +26,10 @@ LS_SIMD_CLONES void mask_by_positive(float* g, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] = y[i] > 0.f ? g[i] : 0.f;
 }
 
+LS_SIMD_CLONES void add_into(float* acc, const float* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += v[i];
+}
+
 LS_SIMD_CLONES float sum(const float* v, int64_t n) {
   float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
   int64_t i = 0;
@@ -35,24 +42,21 @@ LS_SIMD_CLONES float sum(const float* v, int64_t n) {
   for (; i < n; ++i) s0 += v[i];
   return (s0 + s1) + (s2 + s3);
 }
-}  // namespace
 
-int64_t conv2d_chunk(const Conv2dShape& s) {
-  const int64_t P = std::max<int64_t>(s.g.p(), 1);
-  const int64_t per_image = std::max<int64_t>(1, s.g.k() * P * static_cast<int64_t>(sizeof(float)));
-  const int64_t want = (kMinColumns + P - 1) / P;
-  return std::clamp<int64_t>(std::min(want, kChunkBytes / per_image), 1, std::max<int64_t>(s.n, 1));
+// Floats one thread needs: im2col for a chunk, plus a [OC, nb*P] staging
+// matrix when chunks hold several images.
+int64_t scratch_floats(const Conv2dShape& s, int64_t nb) {
+  return s.g.k() * nb * s.g.p() + (nb > 1 ? s.oc * nb * s.g.p() : 0);
 }
 
-void conv2d_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y, bool relu,
-                        Workspace& ws) {
+void forward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_t nb_max, const float* x,
+                   const float* w, const float* b, float* y, bool relu, float* scratch) {
   const ConvGeometry& g = s.g;
   const int64_t K = g.k(), P = g.p(), in_img = g.c * g.h * g.w, out_img = s.oc * P;
-  const int64_t nb_max = conv2d_chunk(s);
-  float* col = ws.floats(K * nb_max * P + (nb_max > 1 ? s.oc * nb_max * P : 0));
-  float* tmp = col + K * nb_max * P;  // [OC, nb*P] when nb > 1
-  for (int64_t n0 = 0; n0 < s.n; n0 += nb_max) {
-    const int64_t nb = std::min(nb_max, s.n - n0), ld = nb * P;
+  float* col = scratch;
+  float* tmp = scratch + K * nb_max * P;
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += nb_max) {
+    const int64_t nb = std::min(nb_max, n_end - n0), ld = nb * P;
     for (int64_t j = 0; j < nb; ++j) im2col(g, x + (n0 + j) * in_img, col + j * P, ld);
     if (nb == 1) {
       float* yn = y + n0 * out_img;
@@ -69,19 +73,16 @@ void conv2d_forward_cpu(const Conv2dShape& s, const float* x, const float* w, co
   }
 }
 
-void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy, float* dx,
-                         float* dw, float* db, bool accumulate, bool relu, Workspace& ws) {
+// Accumulates dW/db (into dw/db, which the caller initialised) and writes dx.
+void backward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_t nb_max, const float* x,
+                    const float* w, const float* y, float* dy, float* dx, float* dw, float* db, bool relu,
+                    float* scratch) {
   const ConvGeometry& g = s.g;
   const int64_t K = g.k(), P = g.p(), in_img = g.c * g.h * g.w, out_img = s.oc * P;
-  const int64_t nb_max = conv2d_chunk(s);
-  float* col = ws.floats(K * nb_max * P + (nb_max > 1 ? s.oc * nb_max * P : 0));
-  float* dyc = col + K * nb_max * P;  // [OC, nb*P] gathered dy when nb > 1
-  if (!accumulate) {
-    std::fill_n(dw, s.oc * K, 0.f);
-    if (db) std::fill_n(db, s.oc, 0.f);
-  }
-  for (int64_t n0 = 0; n0 < s.n; n0 += nb_max) {
-    const int64_t nb = std::min(nb_max, s.n - n0), ld = nb * P;
+  float* col = scratch;
+  float* dyc = scratch + K * nb_max * P;  // [OC, nb*P] gathered dy when nb > 1
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += nb_max) {
+    const int64_t nb = std::min(nb_max, n_end - n0), ld = nb * P;
     if (relu) mask_by_positive(dy + n0 * out_img, y + n0 * out_img, nb * out_img);
     const float* dY;  // [OC, ld]
     if (nb == 1) {
@@ -106,6 +107,63 @@ void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, c
         col2im(g, col + j * P, ld, dxn);
       }
     }
+  }
+}
+
+}  // namespace
+
+ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested) {
+  // Winograd's GEMMs have K = input channels (forward) or output channels
+  // (data gradient); below this they run too far under the sgemm peak to win.
+  constexpr int64_t kMinChannels = 16;
+  if (requested == ConvAlgo::Im2col || !conv2d_winograd_applies(s)) return ConvAlgo::Im2col;
+  if (requested == ConvAlgo::Winograd) return ConvAlgo::Winograd;
+  return s.g.c >= kMinChannels && s.oc >= kMinChannels ? ConvAlgo::Winograd : ConvAlgo::Im2col;
+}
+
+int64_t conv2d_chunk(const Conv2dShape& s) {
+  const int64_t P = std::max<int64_t>(s.g.p(), 1);
+  const int64_t per_image = std::max<int64_t>(1, s.g.k() * P * static_cast<int64_t>(sizeof(float)));
+  const int64_t want = (kMinColumns + P - 1) / P;
+  return std::clamp<int64_t>(std::min(want, kChunkBytes / per_image), 1, std::max<int64_t>(s.n, 1));
+}
+
+void conv2d_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y, bool relu,
+                        Workspace& ws) {
+  const int64_t nb = conv2d_chunk(s);
+  const int threads = compute_threads(s.n, 1);
+  ws.reserve(threads, scratch_floats(s, nb));
+  parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
+    forward_range(s, n0, n1, nb, x, w, b, y, relu, ws.floats(t));
+  });
+}
+
+void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy, float* dx,
+                         float* dw, float* db, bool accumulate, bool relu, Workspace& ws) {
+  const int64_t nb = conv2d_chunk(s), K = s.g.k();
+  const int threads = compute_threads(s.n, 1);
+  // Per thread: scratch, then (threads > 0) a partial dW [OC, K] and db [OC].
+  const int64_t scratch = scratch_floats(s, nb);
+  ws.reserve(threads, scratch + s.oc * K + s.oc);
+  if (!accumulate) {
+    std::fill_n(dw, s.oc * K, 0.f);
+    if (db) std::fill_n(db, s.oc, 0.f);
+  }
+  parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
+    float* buf = ws.floats(t);
+    float* pdw = dw;
+    float* pdb = db;
+    if (t > 0) {
+      pdw = buf + scratch;
+      pdb = db ? pdw + s.oc * K : nullptr;
+      std::fill_n(pdw, s.oc * K + s.oc, 0.f);
+    }
+    backward_range(s, n0, n1, nb, x, w, y, dy, dx, pdw, pdb, relu, buf);
+  });
+  for (int t = 1; t < threads; ++t) {
+    const float* pdw = ws.floats(t) + scratch;
+    add_into(dw, pdw, s.oc * K);
+    if (db) add_into(db, pdw + s.oc * K, s.oc);
   }
 }
 

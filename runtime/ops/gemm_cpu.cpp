@@ -3,6 +3,8 @@
 
 #include <cblas.h>
 
+#include <mutex>
+
 #include "core/error.h"
 
 namespace lockstep::ops {
@@ -12,6 +14,10 @@ void sgemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, con
   LS_CHECK(M >= 0 && N >= 0 && K >= 0, "sgemm: negative size {}x{}x{}", M, N, K);
   LS_CHECK(M < (int64_t{1} << 31) && N < (int64_t{1} << 31) && K < (int64_t{1} << 31), "sgemm: size over 2^31");
   if (M == 0 || N == 0) return;
+  // The ops parallelise themselves and call sgemm from several threads at once;
+  // OpenBLAS's own thread pool must stay at one thread (see ops/simd.h).
+  static std::once_flag single_threaded;
+  std::call_once(single_threaded, [] { openblas_set_num_threads(1); });
   cblas_sgemm(CblasRowMajor, ta == Trans::N ? CblasNoTrans : CblasTrans, tb == Trans::N ? CblasNoTrans : CblasTrans,
               static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
               static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));

@@ -8,7 +8,50 @@
 
 namespace lockstep::ops {
 
+namespace {
+
+// dst[0..n) = src[0..n), n >= 8, as 8-wide copies with an overlapping last one
+// (rows here are short: 9 to 30 floats, where call or loop overhead dominates).
+LS_INLINE void copy_row(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 < n; i += 8) store8(dst + i, load8(src + i));
+  store8(dst + n - 8, load8(src + n - 8));
+}
+
+// dst[0..n) += src[0..n).
+LS_INLINE void add_row(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(dst + i, load8(dst + i) + load8(src + i));
+  for (; i < n; ++i) dst[i] += src[i];
+}
+
+// Stride 1, no padding, rows of at least 8: every output row is OH copies of OW floats.
+LS_SIMD_CLONES void im2col_s1p0(const ConvGeometry& g, const float* x, float* col, int64_t ld) {
+  for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        float* row = col + ((c * g.kh + ki) * g.kw + kj) * ld;
+        const float* src = x + (c * g.h + ki) * g.w + kj;
+        for (int64_t oy = 0; oy < g.oh; ++oy) copy_row(row + oy * g.ow, src + oy * g.w, g.ow);
+      }
+}
+
+LS_SIMD_CLONES void col2im_s1p0(const ConvGeometry& g, const float* col, int64_t ld, float* x) {
+  for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const float* row = col + ((c * g.kh + ki) * g.kw + kj) * ld;
+        float* dst = x + (c * g.h + ki) * g.w + kj;
+        for (int64_t oy = 0; oy < g.oh; ++oy) add_row(dst + oy * g.w, row + oy * g.ow, g.ow);
+      }
+}
+
+bool simple(const ConvGeometry& g) { return g.stride == 1 && g.pad == 0 && g.ow >= 8; }
+
+}  // namespace
+
 LS_SIMD_CLONES void im2col(const ConvGeometry& g, const float* x, float* col, int64_t ld) {
+  if (simple(g)) return im2col_s1p0(g, x, col, ld);
   for (int64_t c = 0; c < g.c; ++c) {
     const float* xc = x + c * g.h * g.w;
     for (int64_t ki = 0; ki < g.kh; ++ki) {
@@ -47,6 +90,7 @@ LS_SIMD_CLONES void im2col(const ConvGeometry& g, const float* x, float* col, in
 }
 
 LS_SIMD_CLONES void col2im(const ConvGeometry& g, const float* col, int64_t ld, float* x) {
+  if (simple(g)) return col2im_s1p0(g, col, ld, x);
   for (int64_t c = 0; c < g.c; ++c) {
     float* xc = x + c * g.h * g.w;
     for (int64_t ki = 0; ki < g.kh; ++ki) {

@@ -2,8 +2,12 @@
 //   LS_SIMD_CLONES  compiles a function for AVX2+FMA and for baseline x86-64 and
 //                   picks one at load time, so hot loops vectorise 8-wide on
 //                   machines that have AVX2 without requiring it.
-//   parallel_for    splits [0, n) into contiguous ranges over the OpenMP threads
-//                   set by --threads (runs inline for small n or one thread).
+//   compute_threads / parallel_for / parallel_ranges
+//                   the CPU ops' only parallelism: OpenMP over contiguous
+//                   ranges, with as many threads as --threads set. OpenBLAS
+//                   itself runs single-threaded (see core/cpu.h), so each
+//                   thread's GEMMs run on its own core and no two thread pools
+//                   compete for the cores.
 #pragma once
 
 #include <omp.h>
@@ -12,23 +16,119 @@
 #include <cstdint>
 
 #if defined(__x86_64__) && !defined(__clang__)
-#define LS_SIMD_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define LS_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define LS_SIMD_CLONES
 #endif
 
 namespace lockstep::ops {
 
+// Threads to use for `n` independent items of which each thread should get at
+// least `min_per_thread`.
+inline int compute_threads(int64_t n, int64_t min_per_thread) {
+  const int64_t t = std::min<int64_t>(omp_get_max_threads(), n / std::max<int64_t>(min_per_thread, 1));
+  return static_cast<int>(std::max<int64_t>(t, 1));
+}
+
+// Calls fn(thread, begin, end) for `threads` contiguous parts of [0, n), in
+// parallel (inline when threads == 1). fn must not throw.
 template <typename Fn>
-void parallel_for(int64_t n, int64_t min_per_thread, Fn&& fn) {
-  const int threads = omp_get_max_threads();
-  if (threads <= 1 || n < 2 * min_per_thread) {
-    if (n > 0) fn(int64_t{0}, n);
+void parallel_ranges(int threads, int64_t n, Fn&& fn) {
+  if (threads <= 1) {
+    if (n > 0) fn(0, int64_t{0}, n);
     return;
   }
-  const int64_t parts = std::min<int64_t>(threads, n / min_per_thread);
-#pragma omp parallel for schedule(static) num_threads(static_cast<int>(parts))
-  for (int64_t t = 0; t < parts; ++t) fn(n * t / parts, n * (t + 1) / parts);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; ++t) fn(t, n * t / threads, n * (t + 1) / threads);
+}
+
+template <typename Fn>
+void parallel_for(int64_t n, int64_t min_per_thread, Fn&& fn) {
+  parallel_ranges(compute_threads(n, min_per_thread), n, [&](int, int64_t b, int64_t e) { fn(b, e); });
+}
+
+}  // namespace lockstep::ops
+
+namespace lockstep::ops {
+
+// 8 floats as a GCC vector: AVX in the AVX2 clone, two SSE registers otherwise.
+typedef float f8 __attribute__((vector_size(32)));
+
+#define LS_INLINE inline __attribute__((always_inline))
+
+LS_INLINE f8 load8(const float* p) {
+  f8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+LS_INLINE void store8(float* p, f8 v) { __builtin_memcpy(p, &v, sizeof v); }
+LS_INLINE f8 splat8(float x) { return f8{x, x, x, x, x, x, x, x}; }
+
+// p[0..15] -> even = p[0], p[2], ..., odd = p[1], p[3], ...
+LS_INLINE void deinterleave8(const float* p, f8& even, f8& odd) {
+  typedef int i8 __attribute__((vector_size(32)));
+  const f8 a = load8(p), b = load8(p + 8);
+  even = __builtin_shuffle(a, b, i8{0, 2, 4, 6, 8, 10, 12, 14});
+  odd = __builtin_shuffle(a, b, i8{1, 3, 5, 7, 9, 11, 13, 15});
+}
+
+// p[2i] = even[i], p[2i+1] = odd[i] for i < 8 (16 floats written).
+LS_INLINE void interleave8(float* p, f8 even, f8 odd) {
+  typedef int i8 __attribute__((vector_size(32)));
+  store8(p, __builtin_shuffle(even, odd, i8{0, 8, 1, 9, 2, 10, 3, 11}));
+  store8(p + 8, __builtin_shuffle(even, odd, i8{4, 12, 5, 13, 6, 14, 7, 15}));
+}
+
+}  // namespace lockstep::ops
+
+namespace lockstep::ops {
+
+// In-register 8x8 transpose: r[i][k] <-> r[k][i] (the standard unpack/shuffle/
+// permute sequence, written as generic shuffles GCC maps onto those instructions).
+LS_INLINE void transpose8x8(f8* r) {
+  typedef int i8 __attribute__((vector_size(32)));
+  f8 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shuffle(r[i], r[i + 1], i8{0, 8, 1, 9, 4, 12, 5, 13});
+    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], i8{2, 10, 3, 11, 6, 14, 7, 15});
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = __builtin_shuffle(t[i], t[i + 2], i8{0, 1, 8, 9, 4, 5, 12, 13});
+    u[i + 1] = __builtin_shuffle(t[i], t[i + 2], i8{2, 3, 10, 11, 6, 7, 14, 15});
+    u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], i8{0, 1, 8, 9, 4, 5, 12, 13});
+    u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], i8{2, 3, 10, 11, 6, 7, 14, 15});
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = __builtin_shuffle(u[i], u[i + 4], i8{0, 1, 2, 3, 8, 9, 10, 11});
+    r[i + 4] = __builtin_shuffle(u[i], u[i + 4], i8{4, 5, 6, 7, 12, 13, 14, 15});
+  }
+}
+
+// dst[i*8 + k] = src[k*stride + i] for i < n, k < 8: eight channel rows to
+// channel-interleaved positions.
+LS_INLINE void interleave_channels(const float* src, int64_t stride, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    f8 r[8];
+    for (int k = 0; k < 8; ++k) r[k] = load8(src + k * stride + i);
+    transpose8x8(r);
+    for (int j = 0; j < 8; ++j) store8(dst + (i + j) * 8, r[j]);
+  }
+  for (; i < n; ++i)
+    for (int k = 0; k < 8; ++k) dst[i * 8 + k] = src[k * stride + i];
+}
+
+// The inverse: dst[k*stride + i] = src[i*8 + k].
+LS_INLINE void deinterleave_channels(const float* src, int64_t n, float* dst, int64_t stride) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    f8 r[8];
+    for (int j = 0; j < 8; ++j) r[j] = load8(src + (i + j) * 8);
+    transpose8x8(r);
+    for (int k = 0; k < 8; ++k) store8(dst + k * stride + i, r[k]);
+  }
+  for (; i < n; ++i)
+    for (int k = 0; k < 8; ++k) dst[k * stride + i] = src[i * 8 + k];
 }
 
 }  // namespace lockstep::ops

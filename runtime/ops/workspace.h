@@ -1,5 +1,10 @@
-// Workspace: scratch memory an op reuses across calls; grows, never shrinks.
+// Workspace: scratch memory an op reuses across calls, one buffer per thread
+// (ops split a batch over threads and each thread needs its own im2col space).
+// Buffers grow, never shrink. Reserve before a parallel region: allocation can
+// throw, and exceptions must not leave an OpenMP region.
 #pragma once
+
+#include <vector>
 
 #include "tensor/tensor.h"
 
@@ -7,14 +12,27 @@ namespace lockstep::ops {
 
 class Workspace {
  public:
-  float* floats(int64_t numel) {
-    if (buf_.numel() < numel) buf_ = Tensor::zeros(Shape{numel});
-    return buf_.data<float>();
+  // Ensures `threads` buffers of at least `numel` floats each.
+  void reserve(int threads, int64_t numel) {
+    if (static_cast<int>(bufs_.size()) < threads) bufs_.resize(static_cast<size_t>(threads));
+    for (int t = 0; t < threads; ++t)
+      if (bufs_[static_cast<size_t>(t)].numel() < numel) bufs_[static_cast<size_t>(t)] = Tensor::zeros(Shape{numel});
   }
-  int64_t capacity() const { return buf_.numel(); }
+  float* floats(int thread) { return bufs_[static_cast<size_t>(thread)].data<float>(); }
+  // One buffer all threads read (filled before the parallel region).
+  float* shared(int64_t numel) {
+    if (shared_.numel() < numel) shared_ = Tensor::zeros(Shape{numel});
+    return shared_.data<float>();
+  }
+  // Single-threaded convenience: reserve and return buffer 0.
+  float* floats(int64_t numel) {
+    reserve(1, numel);
+    return floats(0);
+  }
 
  private:
-  Tensor buf_;
+  std::vector<Tensor> bufs_;
+  Tensor shared_;
 };
 
 }  // namespace lockstep::ops

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <functional>
 
+#include "core/cpu.h"
 #include "core/rng.h"
 #include "nn/layers.h"
 #include "nn/loss.h"
 #include "nn/sequential.h"
+#include "ops/conv2d.h"
 
 using namespace lockstep;
 
@@ -126,6 +128,14 @@ TEST_CASE("Conv2d gradients over kernel, stride and padding", "[gradcheck]") {
   gradcheck(std::make_unique<Conv2d>(1, 4, 2, 1, 0, false), Shape{5, 1, 3, 3}, 1e-2);    // chunked images, no bias
 }
 
+TEST_CASE("Winograd Conv2d gradients", "[gradcheck][winograd]") {
+  for (int64_t pad : {0, 1, 2}) {
+    auto conv = std::make_unique<Conv2d>(8, 3, 3, 1, pad);
+    conv->set_algorithm(ops::ConvAlgo::Winograd);
+    gradcheck(std::move(conv), Shape{2, 8, 5, 6}, 1e-2);  // odd and even output sizes
+  }
+}
+
 TEST_CASE("pooling gradients", "[gradcheck]") {
   gradcheck(std::make_unique<Pool2d>(PoolKind::Avg, 2), Shape{2, 3, 6, 6}, 1e-2);
   gradcheck(std::make_unique<Pool2d>(PoolKind::Avg, 3, 2), Shape{1, 2, 7, 8}, 1e-2);
@@ -203,6 +213,64 @@ TEST_CASE("Conv2d forward matches a direct double-precision convolution", "[conv
             const float got = y.data<float>()[((n * oc + o) * ys[2] + oy) * ys[3] + ox];
             REQUIRE(got == Approx(acc).margin(1e-5).epsilon(1e-5));
           }
+  }
+}
+
+TEST_CASE("Winograd and im2col Conv2d agree in forward and backward", "[conv][winograd]") {
+  struct Case {
+    int64_t c, oc, pad, h, w, n;
+    bool relu;
+  };
+  for (const Case& k : {Case{8, 16, 0, 26, 26, 3, true}, Case{16, 8, 1, 7, 7, 5, false}, Case{8, 8, 1, 14, 9, 2, true},
+                        Case{24, 4, 2, 5, 5, 4, false}, Case{8, 5, 0, 3, 3, 7, true}}) {
+    INFO("C=" << k.c << " OC=" << k.oc << " pad=" << k.pad << " " << k.h << "x" << k.w << " relu=" << k.relu);
+    // Runs: im2col on 1 thread, Winograd on 1 thread, Winograd with the batch split over 2 threads.
+    std::vector<float> out[3];
+    for (int run = 0; run < 3; ++run) {
+      set_compute_threads(run == 2 ? 2 : 1);
+      Sequential net;
+      auto conv = std::make_unique<Conv2d>(k.c, k.oc, 3, 1, k.pad);
+      conv->set_algorithm(run == 0 ? ops::ConvAlgo::Im2col : ops::ConvAlgo::Winograd);
+      net.add(std::move(conv));
+      if (k.relu) net.add(std::make_unique<ReLU>());
+      net.add(std::make_unique<Flatten>());
+      ParameterStore store;
+      net.declare(store);
+      store.finalize();
+      Rng init(21);
+      net.init(init);
+      Rng rng(22);
+      Tensor x = random_tensor(Shape{k.n, k.c, k.h, k.w}, rng);
+      const Tensor& y = net.forward(x, {});
+      out[run] = y.to_vector();
+      Tensor d = net.output_grad();
+      for (float& v : d.span<float>()) v = rng.normal();
+      net.backward({});
+      const auto g = store.grads().to_vector();
+      out[run].insert(out[run].end(), g.begin(), g.end());
+      // Sequential never computes its first layer's input gradient: check dx on the layer itself.
+      auto& layer = dynamic_cast<Conv2d&>(net.layer(0));
+      Tensor dy = Tensor::zeros(layer.output_shape(x.shape()));
+      Tensor yy = Tensor::zeros(dy.shape());
+      layer.forward(x, yy, {});
+      for (float& v : dy.span<float>()) v = rng.normal();
+      Tensor dx = Tensor::zeros(x.shape());
+      layer.backward(x, yy, dy, &dx, BackwardContext{});
+      const auto dxv = dx.to_vector();
+      out[run].insert(out[run].end(), dxv.begin(), dxv.end());
+    }
+    set_compute_threads(1);
+    for (int run = 1; run < 3; ++run) {
+      REQUIRE(out[0].size() == out[run].size());
+      double worst = 0, scale = 0;
+      for (size_t i = 0; i < out[0].size(); ++i) {
+        worst = std::max(worst, static_cast<double>(std::abs(out[0][i] - out[run][i])));
+        scale = std::max(scale, static_cast<double>(std::abs(out[0][i])));
+      }
+      // Winograd F(2,3) reorders fp32 sums; allow 2e-5 of the largest magnitude.
+      INFO("run " << run << ": max abs difference " << worst << " of max magnitude " << scale);
+      CHECK(worst <= 2e-5 * std::max(1.0, scale));
+    }
   }
 }
 
