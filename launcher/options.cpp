@@ -90,7 +90,8 @@ cxxopts::Options make_options() {
       ("max-steps", "stop after this many optimizer steps (0 = no limit)", s("0"))
       ("batch-size", "samples per process per step", s(std::to_string(d.batch_size)))
       ("global-batch-size", "samples per step over all processes, split evenly (0 = batch-size x processes)", s("0"))
-      ("eval-batch-size", "samples per process per evaluation batch (0 = max(batch-size, 256))", s("0"));
+      ("eval-batch-size", "samples per process per evaluation batch (0 = max(batch-size, 256))", s("0"))
+      ("target-accuracy", "stop after the first epoch whose test accuracy reaches this fraction (0 = off)", s("0"));
   o.add_options("optimisation")
       ("optimizer", "sgd, adam or adamw", s(d.optimizer))
       ("lr", "base learning rate", f(d.lr))
@@ -225,6 +226,9 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.batch_size = positive("batch-size");
   c.global_batch_size = non_negative("global-batch-size");
   c.eval_batch_size = non_negative("eval-batch-size");
+  c.target_accuracy = flt("target-accuracy");
+  LS_CHECK_INPUT(c.target_accuracy >= 0.f && c.target_accuracy <= 1.f, "--target-accuracy: {} must be in [0, 1]",
+                 c.target_accuracy);
   c.optimizer = one_of("optimizer", str("optimizer"), {"sgd", "adam", "adamw"});
   c.lr = flt("lr");
   LS_CHECK_INPUT(c.lr > 0.f, "--lr: {} must be positive", c.lr);

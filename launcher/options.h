@@ -23,6 +23,7 @@ struct TrainConfig {
   int64_t batch_size = 128;         // per process
   int64_t global_batch_size = 0;    // 0 = batch_size * world; else split evenly
   int64_t eval_batch_size = 0;      // 0 = max(batch_size, 256)
+  float target_accuracy = 0.f;      // stop after the epoch whose test accuracy reaches this (0 = off)
   // optimisation
   std::string optimizer = "sgd";
   float lr = 0.05f;

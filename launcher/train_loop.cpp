@@ -195,6 +195,11 @@ TrainSummary run_training(const TrainConfig& c, const Logger& log) {
     sum.test_acc = test.acc();
     sum.test_loss = test.loss();
     sum.epochs = epoch + 1;
+    if (c.target_accuracy > 0.f && test.acc() >= c.target_accuracy) {
+      log->info("reached the target test accuracy {:.2f}% at epoch {}", 100.0 * c.target_accuracy, epoch + 1);
+      sum.reached_target = true;
+      break;
+    }
   }
   sum.steps = step;
   sum.images_per_sec = measured_seconds > 0 ? measured_images / measured_seconds : 0.0;
@@ -212,6 +217,7 @@ TrainSummary run_training(const TrainConfig& c, const Logger& log) {
               first ? fmt::format("epochs 2-{}", train_times.size()) : std::string("1 epoch"),
               group_thousands(sum.images_per_sec), kWarmupSteps);
   metrics.write({{"type", "summary"}, {"world_size", world_size}, {"steps", sum.steps}, {"epochs", sum.epochs},
+                 {"reached_target", sum.reached_target},
                  {"images_per_sec", sum.images_per_sec}, {"test_acc", sum.test_acc}, {"test_loss", sum.test_loss},
                  {"train_seconds", sum.train_seconds}, {"model", c.model}, {"batch_size", local_batch},
                  {"global_batch_size", global_batch}, {"threads", threads}});

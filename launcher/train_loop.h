@@ -14,6 +14,7 @@ struct TrainSummary {
   double test_acc = 0;
   double test_loss = 0;
   double train_seconds = 0;
+  bool reached_target = false;  // --target-accuracy reached (then training stopped early)
 };
 
 TrainSummary run_training(const TrainConfig& config, const Logger& log);

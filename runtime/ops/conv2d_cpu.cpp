@@ -14,7 +14,7 @@
 namespace lockstep::ops {
 namespace {
 // Chunk images until a GEMM has about this many columns...
-constexpr int64_t kMinColumns = 256;
+constexpr int64_t kMinColumns = 128;
 // ...while the chunk's im2col buffer stays within about a core's L2.
 constexpr int64_t kChunkBytes = int64_t{1} << 21;
 

@@ -67,6 +67,7 @@ check huge-global-batch "global batch 100000 is larger than the data set" -- $SY
 check bad-shape "--synthetic-shape: '1,28' must be three positive extents" -- --dataset synthetic --synthetic-shape 1,28
 check step-schedule "--lr-schedule step needs --lr-step-epochs > 0" -- --lr-schedule step
 check bad-log-level "--log-level: 'loud' is not one of" -- --log-level loud
+check bad-target "--target-accuracy: 1.5 must be in [0, 1]" -- --target-accuracy 1.5
 
 echo "$cases cases, $failures failed"
 [[ $failures -eq 0 ]]

@@ -1,0 +1,29 @@
+// bench_sgemm: single-core OpenBLAS sgemm rate (the "core's sgemm rate" that
+// training throughput is compared against). Square 1024^3 GEMM, repeated for
+// about a second; prints GFLOP/s, the OpenBLAS kernel family and a JSON line.
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "core/cpu.h"
+#include "ops/gemm.h"
+
+int main() {
+  using namespace lockstep;
+  set_compute_threads(1);
+  const int64_t n = 1024;
+  std::vector<float> a(n * n, 0.001f), b(n * n, 0.002f), c(n * n);
+  ops::sgemm(ops::Trans::N, ops::Trans::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);  // warm-up
+  int reps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double dt = 0;
+  while (dt < 1.0) {
+    ops::sgemm(ops::Trans::N, ops::Trans::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    ++reps;
+    dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const double gflops = 2.0 * n * n * n * reps / dt / 1e9;
+  std::printf("sgemm %ldx%ldx%ld, 1 thread, OpenBLAS %s: %.1f GFLOP/s\n", n, n, n, blas_core_name().c_str(), gflops);
+  std::printf("{\"sgemm_gflops\": %.2f, \"blas_core\": \"%s\"}\n", gflops, blas_core_name().c_str());
+  return c[0] > 0 ? 0 : 1;
+}

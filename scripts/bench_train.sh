@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Training throughput, lockstep vs PyTorch 1.13 CPU, side by side.
+#
+# For each model: REPS rounds; in each round the lockstep trainer (Fashion-MNIST
+# through its prefetching loader, summary images/s after 5 warm-up steps) and
+# PyTorch (scripts/bench/torch_cpu.py: the same layers, optimizer, batch and
+# thread count on one fixed synthetic batch, median of timed windows after 5
+# warm-up steps) run one after the other, so both see the same machine state.
+# Reports medians over rounds, the ratio, and lockstep's effective GFLOP/s
+# (3 x forward FLOPs of direct convolution per image x images/s) next to the
+# core's single-thread sgemm rate. Last line: JSON.
+# usage: scripts/bench_train.sh [--models "lenet keras-cnn"] [--batch 256] [--threads 1] [--reps 5]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${BUILD_DIR:-$ROOT/build}"
+MODELS="lenet keras-cnn" BATCH=256 THREADS=1 REPS=5
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --models) MODELS=$2; shift 2 ;;
+    --batch) BATCH=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    *) echo "bench_train.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+"$ROOT/scripts/build.sh" > /dev/null
+TORCH_PY=/usr/bin/python3
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+SGEMM=$("$BUILD/bench_sgemm" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sgemm_gflops"])')
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; sgemm 1 thread: $SGEMM GFLOP/s"
+echo "batch $BATCH, $THREADS thread(s), $REPS rounds"
+
+results=()
+for model in $MODELS; do
+  steps=60; [[ $model == keras-cnn || $model == convnet ]] && steps=40
+  ours=() theirs=()
+  for ((r = 1; r <= REPS; ++r)); do
+    "$BUILD/trainer" --model "$model" --batch-size "$BATCH" --threads "$THREADS" --max-steps "$steps" \
+      --progress off --metrics-file "$WORK/m.jsonl" > "$WORK/out"
+    ours+=("$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["images_per_sec"])' "$WORK/m.jsonl")")
+    theirs+=("$("$TORCH_PY" "$ROOT/scripts/bench/torch_cpu.py" --model "$model" --batch-size "$BATCH" \
+      --threads "$THREADS" --steps 40 | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["images_per_sec"])')")
+    echo "  $model round $r: lockstep ${ours[-1]%.*} img/s, pytorch ${theirs[-1]%.*} img/s"
+  done
+  mflop=$(grep -o '[0-9.]* MFLOP forward' "$WORK/out" | cut -d' ' -f1)
+  results+=("$(python3 - "$model" "$mflop" "$SGEMM" "${ours[*]}" "${theirs[*]}" <<'PY'
+import json, statistics, sys
+model, mflop, sgemm = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+ours = [float(v) for v in sys.argv[4].split()]
+theirs = [float(v) for v in sys.argv[5].split()]
+o, t = statistics.median(ours), statistics.median(theirs)
+gf = 3 * mflop * 1e6 * o / 1e9
+print(json.dumps({"model": model, "lockstep_img_s": round(o), "pytorch_img_s": round(t), "ratio": round(o / t, 2),
+                  "mflop_fwd": mflop, "effective_gflops": round(gf, 1), "sgemm_gflops": sgemm,
+                  "lockstep_runs": [round(v) for v in ours], "pytorch_runs": [round(v) for v in theirs]}))
+PY
+)")
+done
+python3 - "${results[@]}" <<'PY'
+import json, sys
+rows = [json.loads(a) for a in sys.argv[1:]]
+print(f"\n{'model':<10} {'lockstep img/s':>14} {'pytorch img/s':>14} {'ratio':>7} {'effective GFLOP/s':>22}")
+for r in rows:
+    print(f"{r['model']:<10} {r['lockstep_img_s']:>14,} {r['pytorch_img_s']:>14,} {r['ratio']:>6.2f}x "
+          f"{r['effective_gflops']:>10.1f} of {r['sgemm_gflops']:.0f} sgemm")
+print(json.dumps({"bench": "train", "results": rows}))
+PY
