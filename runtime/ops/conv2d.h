@@ -23,10 +23,10 @@ struct Conv2dShape {
 // Images per GEMM chunk.
 int64_t conv2d_chunk(const Conv2dShape& s);
 
-// Algorithms. im2col+GEMM handles every shape; Winograd F(2x2,3x3)
-// (conv2d_winograd_cpu.cpp) handles 3x3 stride-1 layers with 2.25x fewer
-// multiplies. Auto picks Winograd where it applies and has enough channels for
-// its small-K GEMMs to pay off.
+// Algorithms. im2col+GEMM handles every shape; Winograd F(2x2, rxr)
+// (conv2d_winograd_cpu.cpp) handles 3x3 and 5x5 stride-1 layers with 2.25x
+// and 2.8x fewer multiplies. Auto picks Winograd where it applies and has
+// enough channels for its small-K GEMMs to pay off.
 enum class ConvAlgo { Auto, Im2col, Winograd };
 bool conv2d_winograd_applies(const Conv2dShape& s);
 ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested);
