@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "data/mnist.h"
 #include "registry.h"
@@ -91,6 +93,8 @@ cxxopts::Options make_options() {
       ("batch-size", "samples per process per step", s(std::to_string(d.batch_size)))
       ("global-batch-size", "samples per step over all processes, split evenly (0 = batch-size x processes)", s("0"))
       ("eval-batch-size", "samples per process per evaluation batch (0 = max(batch-size, 256))", s("0"))
+      ("accumulate-steps", "backward passes (micro-batches) per optimizer step; --batch-size is per micro-batch",
+       s(std::to_string(d.accumulate_steps)))
       ("target-accuracy", "stop after the first epoch whose test accuracy reaches this fraction (0 = off)", s("0"));
   o.add_options("optimisation")
       ("optimizer", "sgd, adam or adamw", s(d.optimizer))
@@ -105,13 +109,23 @@ cxxopts::Options make_options() {
       ("seed", "seed for initialisation, shuffling and dropout", s(std::to_string(d.seed)));
   o.add_options("execution")
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
-      ("device", "auto, cpu or cuda", s(d.device));
+      ("device", "auto, cpu or cuda", s(d.device))
+      ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
+      ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb));
+  o.add_options("checkpoints")
+      ("checkpoint-dir", "write checkpoints here (rank 0); created if missing", s(""))
+      ("checkpoint-every", "also checkpoint every this many steps (0 = only at the end of each epoch)", s("0"))
+      ("keep-checkpoints", "checkpoints kept in --checkpoint-dir", s(std::to_string(d.keep_checkpoints)))
+      ("resume", "continue from the newest complete checkpoint in --checkpoint-dir (fresh start if none)",
+       cxxopts::value<bool>()->default_value("false"));
   o.add_options("outputs")
       ("metrics-file", "write per-epoch metrics as JSON Lines to this file", s(""))
       ("save-weights", "write the final weights (safetensors) to this file", s(""))
       ("load-weights", "start from these weights (safetensors)", s(""))
       ("progress", "progress bar: auto (on a terminal), on or off", s(d.progress))
       ("log-level", "trace, debug, info, warn or error", s(d.log_level))
+      ("log-all-ranks", "every rank logs at --log-level (default: rank 0 only; others warnings and errors)",
+       cxxopts::value<bool>()->default_value("false"))
       ("h,help", "print this help")
       ("version", "print the version");
   return o;
@@ -178,7 +192,8 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
 
   const cxxopts::ParseResult r = parse_args(options, args);
   if (r.count("help")) {
-    std::cout << options.help({"model and data", "schedule", "optimisation", "execution", "outputs"}) << std::endl;
+    std::cout << options.help({"model and data", "schedule", "optimisation", "execution", "checkpoints", "outputs"})
+              << std::endl;
     return ParseOutcome::Exit;
   }
   if (r.count("version")) {
@@ -227,6 +242,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.global_batch_size = non_negative("global-batch-size");
   c.eval_batch_size = non_negative("eval-batch-size");
   c.target_accuracy = flt("target-accuracy");
+  c.accumulate_steps = static_cast<int>(positive("accumulate-steps"));
+  LS_CHECK_INPUT(c.accumulate_steps <= 4096, "--accumulate-steps: {} is more than 4096", c.accumulate_steps);
   LS_CHECK_INPUT(c.target_accuracy >= 0.f && c.target_accuracy <= 1.f, "--target-accuracy: {} must be in [0, 1]",
                  c.target_accuracy);
   c.optimizer = one_of("optimizer", str("optimizer"), {"sgd", "adam", "adamw"});
@@ -250,20 +267,42 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.threads = static_cast<int>(non_negative("threads"));
   LS_CHECK_INPUT(c.threads <= 1024, "--threads: {} is more than 1024", c.threads);
   c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
+  c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
+  c.fusion_threshold_mb = flt("fusion-threshold-mb");
+  LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
+                 "--fusion-threshold-mb: {} must be in (0, 4096]", c.fusion_threshold_mb);
+  c.checkpoint_dir = str("checkpoint-dir");
+  c.checkpoint_every = non_negative("checkpoint-every");
+  c.keep_checkpoints = static_cast<int>(positive("keep-checkpoints"));
+  c.resume = r["resume"].as<bool>();
+  LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
   c.metrics_file = str("metrics-file");
   c.save_weights = str("save-weights");
   c.load_weights = str("load-weights");
   c.progress = one_of("progress", str("progress"), {"auto", "on", "off"});
   c.log_level = one_of("log-level", str("log-level"), {"trace", "debug", "info", "warn", "error"});
+  c.log_all_ranks = r["log-all-ranks"].as<bool>();
 }
 
 }  // namespace
 
-void validate_train_config(const TrainConfig& c) {
+void validate_train_config(const TrainConfig& c, bool rank0) {
   namespace fs = std::filesystem;
   if (c.dataset != "synthetic")
     LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
   LS_CHECK_INPUT(c.device != "cuda", "--device cuda: this build has no CUDA device support yet (the GPU path is not implemented)");
+  if (!rank0) return;
+  if (!c.checkpoint_dir.empty()) {
+    const fs::path d(c.checkpoint_dir);
+    if (!fs::exists(d)) {
+      const fs::path parent = d.has_parent_path() ? d.parent_path() : fs::path(".");
+      LS_CHECK_INPUT(fs::is_directory(parent), "--checkpoint-dir: parent directory {} does not exist",
+                     parent.string());
+    } else {
+      LS_CHECK_INPUT(fs::is_directory(d), "--checkpoint-dir: {} is not a directory", c.checkpoint_dir);
+    }
+  }
   for (const auto& [flag, path] : {std::pair{"metrics-file", c.metrics_file}, std::pair{"save-weights", c.save_weights}}) {
     if (path.empty()) continue;
     const fs::path p(path);
@@ -273,6 +312,35 @@ void validate_train_config(const TrainConfig& c) {
   }
   if (!c.load_weights.empty())
     LS_CHECK_INPUT(fs::is_regular_file(c.load_weights), "--load-weights: {} is not a file", c.load_weights);
+}
+
+bool under_job_launcher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_JOB_ID"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+std::string config_json(const TrainConfig& c) {
+  nlohmann::json j = {{"model", c.model},
+                      {"dataset", c.dataset},
+                      {"data_dir", c.data_dir},
+                      {"epochs", c.epochs},
+                      {"max_steps", c.max_steps},
+                      {"batch_size", c.batch_size},
+                      {"global_batch_size", c.global_batch_size},
+                      {"accumulate_steps", c.accumulate_steps},
+                      {"optimizer", c.optimizer},
+                      {"lr", c.lr},
+                      {"momentum", c.momentum},
+                      {"nesterov", c.nesterov},
+                      {"weight_decay", c.weight_decay},
+                      {"lr_schedule", c.lr_schedule},
+                      {"warmup_epochs", c.warmup_epochs},
+                      {"lr_step_epochs", c.lr_step_epochs},
+                      {"lr_gamma", c.lr_gamma},
+                      {"seed", c.seed},
+                      {"grad_op", c.grad_op}};
+  return j.dump();
 }
 
 }  // namespace lockstep

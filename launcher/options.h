@@ -23,6 +23,7 @@ struct TrainConfig {
   int64_t batch_size = 128;         // per process
   int64_t global_batch_size = 0;    // 0 = batch_size * world; else split evenly
   int64_t eval_batch_size = 0;      // 0 = max(batch_size, 256)
+  int accumulate_steps = 1;         // backward passes per optimizer step
   float target_accuracy = 0.f;      // stop after the epoch whose test accuracy reaches this (0 = off)
   // optimisation
   std::string optimizer = "sgd";
@@ -38,12 +39,20 @@ struct TrainConfig {
   // execution
   int threads = 0;  // 0 = cores / local processes
   std::string device = "auto";
+  std::string grad_op = "average";  // average | sum over ranks
+  float fusion_threshold_mb = 25.f; // gradient bucket cap
+  // checkpoints
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;     // steps; 0 = only at the end of each epoch
+  int keep_checkpoints = 3;
+  bool resume = false;
   // outputs
   std::string metrics_file;
   std::string save_weights;
   std::string load_weights;
   std::string progress = "auto";  // auto | on | off
   std::string log_level = "info";
+  bool log_all_ranks = false;
 };
 
 enum class ParseOutcome { Run, Exit };
@@ -52,7 +61,17 @@ enum class ParseOutcome { Run, Exit };
 // variable. Returns Exit after printing --help or --version.
 ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& config);
 
-// Checks that need the filesystem (data dir, output locations) before any work.
-void validate_train_config(const TrainConfig& config);
+// Checks that need the filesystem (data dir, output locations) before any
+// work. Outputs, checkpoints and --load-weights are used by rank 0 only and
+// checked only where `rank0` is true.
+void validate_train_config(const TrainConfig& config, bool rank0);
+
+// The configuration as JSON (stored in checkpoints).
+std::string config_json(const TrainConfig& config);
+
+// True when a job launcher (mpirun, srun, any PMI/PMIx launcher) started this
+// process. Their output goes to logs even when it looks like a terminal, so
+// --progress auto stays off.
+bool under_job_launcher();
 
 }  // namespace lockstep

@@ -1,34 +1,150 @@
-// trainer: the command-line entry point. Parses options, runs training, and
-// turns every error into one line on stderr and a non-zero exit:
-//   0 success, 1 internal error, 2 bad input (flags, environment, files).
+// trainer: the command-line entry point, one process per rank.
+//
+//   1. local setup on every rank (options, data, model; rank 0 reads weights
+//      and checkpoints), no collectives, errors caught;
+//   2. every rank learns every rank's outcome (one allgather): if any failed,
+//      rank 0 prints each distinct error once and all ranks exit with the same
+//      code (no hang, no abort banner);
+//   3. preflight: fingerprints compared; any difference ends every rank with a
+//      table of what differs;
+//   4. rank 0's state is broadcast and training runs. An error from here on
+//      is logged by the rank that hit it and ends the whole job (MPI_Abort).
+// Exit codes: 0 success, 1 internal error, 2 bad input (flags, environment,
+// files) or ranks started differently.
 #include <spdlog/spdlog.h>
 
 #include <exception>
+#include <iostream>
+#include <sstream>
 
 #include "blas_select.h"
+#include "comm/mpi_session.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "options.h"
-#include "train_loop.h"
+#include "preflight.h"
+#include "trainer.h"
+
+namespace {
+
+constexpr int kInternalError = 1;
+constexpr int kBadInput = 2;
+
+struct Outcome {
+  int code = 0;
+  std::string message;
+};
+
+// Thrown on every rank when the preflight fingerprints differ (rank 0 has
+// printed the table already).
+struct PreflightMismatch {};
+
+template <typename Fn>
+Outcome capture(Fn&& fn) {
+  try {
+    fn();
+    return {};
+  } catch (const lockstep::InputError& e) {
+    return {kBadInput, e.message()};
+  } catch (const lockstep::Error& e) {
+    return {kInternalError, e.what()};
+  } catch (const std::exception& e) {
+    return {kInternalError, e.what()};
+  } catch (const PreflightMismatch&) {
+    return {kBadInput, ""};
+  }
+}
+
+// Collective. Returns the job's exit code (0 if every rank succeeded); rank 0
+// prints each distinct error once, naming the ranks when not all share it.
+int agree(lockstep::Communicator& comm, const Outcome& mine, const lockstep::Logger& log) {
+  const auto all = lockstep::allgather_strings(comm, std::to_string(mine.code) + "\t" + mine.message);
+  int code = 0;
+  std::vector<std::pair<std::string, std::vector<int>>> errors;  // message -> ranks
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    const size_t tab = all[static_cast<size_t>(r)].find('\t');
+    const int c = std::stoi(all[static_cast<size_t>(r)].substr(0, tab));
+    if (c == 0) continue;
+    code = std::max(code, c);
+    const std::string msg = all[static_cast<size_t>(r)].substr(tab + 1);
+    auto it = std::find_if(errors.begin(), errors.end(), [&](const auto& e) { return e.first == msg; });
+    if (it == errors.end())
+      errors.push_back({msg, {r}});
+    else
+      it->second.push_back(r);
+  }
+  if (comm.rank() == 0)
+    for (const auto& [msg, ranks] : errors) {
+      if (static_cast<int>(ranks.size()) == comm.size() || comm.size() == 1)
+        log->error("{}", msg);
+      else
+        log->error("[rank {} of {}] {}", lockstep::format_ranks(ranks), comm.size(), msg);
+    }
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   lockstep::select_fast_blas_kernels(argv);
-  lockstep::Logger log = lockstep::make_logger(0, 1, false);
+  std::unique_ptr<lockstep::MpiSession> mpi;
+  std::unique_ptr<lockstep::Communicator> comm;
   try {
-    lockstep::TrainConfig config;
-    if (lockstep::parse_train_options(argc, argv, config) == lockstep::ParseOutcome::Exit) return 0;
-    log->set_level(spdlog::level::from_str(config.log_level));
-    lockstep::validate_train_config(config);
-    lockstep::run_training(config, log);
-    return 0;
-  } catch (const lockstep::InputError& e) {
-    log->error("{}", e.message());
-    return 2;
-  } catch (const lockstep::Error& e) {
-    log->error("{}", e.what());
-    return 1;
+    mpi = std::make_unique<lockstep::MpiSession>(&argc, &argv);
+    comm = mpi->world();
+    if (comm->size() == 1) comm = std::make_unique<lockstep::SingleProcessCommunicator>();
   } catch (const std::exception& e) {
-    log->error("{}", e.what());
-    return 1;
+    std::cerr << "error: cannot start MPI: " << e.what() << std::endl;
+    return kInternalError;
   }
+  const int rank = comm->rank(), world = comm->size();
+  lockstep::Logger log = lockstep::make_logger(rank, world, false);
+
+  // 1. Local setup.
+  lockstep::TrainConfig config;
+  std::unique_ptr<lockstep::Trainer> trainer;
+  bool exit_early = false;
+  const Outcome setup = capture([&] {
+    // Only rank 0 prints --help/--version; every rank parses the same arguments.
+    std::ostringstream sink;
+    struct Restore {  // puts std::cout back however parsing ends
+      std::streambuf* saved;
+      ~Restore() {
+        if (saved) std::cout.rdbuf(saved);
+      }
+    } restore{rank == 0 ? nullptr : std::cout.rdbuf(sink.rdbuf())};
+    const auto outcome = lockstep::parse_train_options(argc, argv, config);
+    if (outcome == lockstep::ParseOutcome::Exit) {
+      exit_early = true;
+      return;
+    }
+    log = lockstep::make_logger(rank, world, config.log_all_ranks, spdlog::level::from_str(config.log_level));
+    lockstep::validate_train_config(config, rank == 0);
+    trainer = std::make_unique<lockstep::Trainer>(config, *comm, log);
+    trainer->setup();
+  });
+  // 2. Everyone learns everyone's outcome.
+  const int code = agree(*comm, setup, log);
+  if (code != 0) return code;
+  if (exit_early) return 0;
+  if (!mpi->thread_multiple())
+    log->info("MPI provides only {}: every MPI call stays on the main thread", mpi->thread_level_name());
+
+  // 3 and 4: collective from here on.
+  const Outcome run = capture([&] {
+    const std::string diff = lockstep::preflight(*comm, trainer->fingerprint());
+    if (!diff.empty()) {
+      if (rank == 0)
+        log->error("preflight check failed: the ranks were not started with the same setup\n{}",
+                   diff.substr(0, diff.size() - 1));
+      throw PreflightMismatch{};
+    }
+    trainer->start();
+    trainer->run();
+  });
+  if (run.code == 0) return 0;
+  if (run.message.empty()) return run.code;  // preflight: every rank saw the same table, all exit together
+  log->error("{}{}", world > 1 && rank == 0 ? "[rank 0] " : "", run.message);
+  if (world > 1) lockstep::MpiSession::abort(run.code);
+  return run.code;
 }

@@ -10,19 +10,23 @@
 namespace lockstep {
 
 TrainSampler::TrainSampler(int64_t dataset_size, int64_t global_batch, int world_size, int rank, uint64_t seed,
-                           bool shuffle)
-    : size_(dataset_size), global_batch_(global_batch), rank_(rank), seed_(seed), shuffle_(shuffle) {
+                           bool shuffle, int micro_batches)
+    : size_(dataset_size), global_batch_(global_batch), rank_(rank), seed_(seed), shuffle_(shuffle),
+      micro_batches_(micro_batches) {
   LS_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "rank {} of world {}", rank, world_size);
-  LS_CHECK_INPUT(global_batch > 0 && global_batch % world_size == 0,
-                 "global batch {} does not split evenly over {} ranks", global_batch, world_size);
+  LS_CHECK(micro_batches >= 1, "micro-batches {} must be positive", micro_batches);
+  LS_CHECK_INPUT(global_batch > 0 && global_batch % (static_cast<int64_t>(world_size) * micro_batches) == 0,
+                 "global batch {} does not split evenly over {} ranks x {} micro-batches", global_batch, world_size,
+                 micro_batches);
   LS_CHECK_INPUT(global_batch <= dataset_size, "global batch {} is larger than the data set ({} samples)",
                  global_batch, dataset_size);
-  local_batch_ = global_batch / world_size;
+  local_batch_ = global_batch / world_size / micro_batches;
   steps_per_epoch_ = dataset_size / global_batch;
 }
 
-void TrainSampler::indices(int64_t epoch, int64_t step, std::vector<int64_t>& out) {
+void TrainSampler::indices(int64_t epoch, int64_t step, std::vector<int64_t>& out, int micro) {
   LS_CHECK(step >= 0 && step < steps_per_epoch_, "step {} outside the epoch's {} steps", step, steps_per_epoch_);
+  LS_CHECK(micro >= 0 && micro < micro_batches_, "micro-batch {} outside [0, {})", micro, micro_batches_);
   if (perm_epoch_ != epoch) {
     perm_.resize(static_cast<size_t>(size_));
     std::iota(perm_.begin(), perm_.end(), int64_t{0});
@@ -33,7 +37,7 @@ void TrainSampler::indices(int64_t epoch, int64_t step, std::vector<int64_t>& ou
     }
     perm_epoch_ = epoch;
   }
-  const int64_t first = step * global_batch_ + shard_offset();
+  const int64_t first = step * global_batch_ + shard_offset(micro);
   out.assign(perm_.begin() + first, perm_.begin() + first + local_batch_);
 }
 

@@ -21,7 +21,7 @@ std::string Adam::describe() const {
 
 std::vector<std::pair<std::string, Tensor*>> Adam::state() { return {{"exp_avg", &m_}, {"exp_avg_sq", &v_}}; }
 
-void Adam::update(int64_t begin, int64_t end, float lr, bool decay) {
+void Adam::update(int64_t begin, int64_t end, float lr, float scale, bool decay) {
   float* p = params_.values().data<float>();
   const float* g = params_.grads().data<float>();
   float* m = m_.data<float>();
@@ -36,7 +36,7 @@ void Adam::update(int64_t begin, int64_t end, float lr, bool decay) {
 #pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
   for (int64_t i = begin; i < end; ++i) {
     const float pi = p[i] * shrink;
-    const float gi = g[i] + l2 * pi;
+    const float gi = scale * g[i] + l2 * pi;
     const float mi = b1 * m[i] + (1.f - b1) * gi;
     const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
     m[i] = mi;

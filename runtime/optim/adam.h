@@ -15,7 +15,7 @@ class Adam final : public Optimizer {
   std::vector<std::pair<std::string, Tensor*>> state() override;
 
  protected:
-  void update(int64_t begin, int64_t end, float lr, bool decay) override;
+  void update(int64_t begin, int64_t end, float lr, float scale, bool decay) override;
 
  private:
   bool decoupled_;  // AdamW

@@ -26,8 +26,8 @@ Optimizer::Optimizer(ParameterStore& params, const OptimizerConfig& config) : pa
   }
 }
 
-void Optimizer::step(float lr) {
-  for (const Range& r : ranges_) update(r.begin, r.end, lr, r.decay);
+void Optimizer::step(float lr, float grad_scale) {
+  for (const Range& r : ranges_) update(r.begin, r.end, lr, grad_scale, r.decay);
   ++steps_;
 }
 

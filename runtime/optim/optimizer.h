@@ -27,18 +27,21 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // Apply one update with learning rate `lr` from the current gradients.
-  void step(float lr);
+  // Apply one update with learning rate `lr` from the current gradients times
+  // `grad_scale` (the distributed optimizer passes 1/N to average summed
+  // gradients inside this same pass over memory).
+  void step(float lr, float grad_scale = 1.f);
   int64_t steps() const { return steps_; }
   void set_steps(int64_t s) { steps_ = s; }
   virtual std::string describe() const = 0;
+  const std::string& name() const { return config_.name; }
   // Named state tensors ([padded_numel] fp32 each), for broadcast and checkpoints.
   virtual std::vector<std::pair<std::string, Tensor*>> state() = 0;
 
  protected:
-  // Update elements [begin, end) of the flat buffers; `decay` tells whether
-  // weight decay applies to this range.
-  virtual void update(int64_t begin, int64_t end, float lr, bool decay) = 0;
+  // Update elements [begin, end) of the flat buffers with gradient = scale * grad;
+  // `decay` tells whether weight decay applies to this range.
+  virtual void update(int64_t begin, int64_t end, float lr, float scale, bool decay) = 0;
 
   ParameterStore& params_;
   OptimizerConfig config_;

@@ -19,20 +19,20 @@ std::vector<std::pair<std::string, Tensor*>> Sgd::state() {
   return {{"momentum", &momentum_}};
 }
 
-void Sgd::update(int64_t begin, int64_t end, float lr, bool decay) {
+void Sgd::update(int64_t begin, int64_t end, float lr, float scale, bool decay) {
   float* p = params_.values().data<float>();
   const float* g = params_.grads().data<float>();
   const float wd = decay ? config_.weight_decay : 0.f, m = config_.momentum;
   if (m == 0.f) {
 #pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
-    for (int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+    for (int64_t i = begin; i < end; ++i) p[i] -= lr * (scale * g[i] + wd * p[i]);
     return;
   }
   float* buf = momentum_.data<float>();
   const bool nesterov = config_.nesterov;
 #pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
   for (int64_t i = begin; i < end; ++i) {
-    const float gi = g[i] + wd * p[i];
+    const float gi = scale * g[i] + wd * p[i];
     const float b = m * buf[i] + gi;
     buf[i] = b;
     p[i] -= lr * (nesterov ? gi + m * b : b);

@@ -13,7 +13,7 @@ class Sgd final : public Optimizer {
   std::vector<std::pair<std::string, Tensor*>> state() override;
 
  protected:
-  void update(int64_t begin, int64_t end, float lr, bool decay) override;
+  void update(int64_t begin, int64_t end, float lr, float scale, bool decay) override;
 
  private:
   Tensor momentum_;  // [padded_numel]

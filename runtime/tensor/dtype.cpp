@@ -4,7 +4,7 @@
 namespace lockstep {
 
 std::optional<DType> dtype_from_name(std::string_view name) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8})
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8, DType::F64})
     if (dtype_name(t) == name) return t;
   return std::nullopt;
 }

@@ -1,5 +1,6 @@
 // Element types. fp32 is the compute type on the CPU; 16-bit types exist for
-// storage, wire compression and the GPU path. size_of() is bytes per element.
+// storage, wire compression and the GPU path; fp64 for exact metric sums.
+// size_of() is bytes per element.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 
 namespace lockstep {
 
-enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8 };
+enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, F64 };
 
 constexpr size_t size_of(DType t) {
   switch (t) {
@@ -19,6 +20,7 @@ constexpr size_t size_of(DType t) {
     case DType::I32: return 4;
     case DType::I64: return 8;
     case DType::U8: return 1;
+    case DType::F64: return 8;
   }
   return 0;
 }
@@ -32,6 +34,7 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::I32: return "I32";
     case DType::I64: return "I64";
     case DType::U8: return "U8";
+    case DType::F64: return "F64";
   }
   return "?";
 }
@@ -43,5 +46,6 @@ template <> constexpr DType dtype_of<float>() { return DType::F32; }
 template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::U8; }
+template <> constexpr DType dtype_of<double>() { return DType::F64; }
 
 }  // namespace lockstep

@@ -1,0 +1,360 @@
+// Trainer: setup, start (state broadcast), training loop, evaluation,
+// checkpoints. The data order, dropout keys and batch arithmetic follow the
+// contract in data/sampler.h, so a run at N ranks processes the same global
+// batches as a run at 1.
+#include "trainer.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "checkpoint/weights.h"
+#include "core/cpu.h"
+#include "core/hash.h"
+#include "data/loader.h"
+#include "data/mnist.h"
+#include "data/synthetic.h"
+#include "metrics.h"
+#include "nn/loss.h"
+#include "progress.h"
+#include "registry.h"
+
+namespace lockstep {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Warm-up steps excluded from the summary's images/s.
+constexpr int64_t kWarmupSteps = 5;
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+// Loss, correct predictions and samples, summed locally, reduced over ranks.
+struct Sums {
+  double loss = 0, correct = 0, count = 0;
+  void add(const LossStats& s) {
+    loss += s.loss_sum;
+    correct += static_cast<double>(s.correct);
+    count += static_cast<double>(s.count);
+  }
+  Sums reduced(Communicator& comm) const {
+    Tensor t = Tensor::zeros(Shape{3}, DType::F64);
+    double* p = t.data<double>();
+    p[0] = loss;
+    p[1] = correct;
+    p[2] = count;
+    comm.allreduce(t, ReduceOp::Sum);
+    return {p[0], p[1], p[2]};
+  }
+  double mean_loss() const { return count > 0 ? loss / count : 0.0; }
+  double acc() const { return count > 0 ? correct / count : 0.0; }
+};
+
+std::string param_signature(const ParameterStore& params) {
+  std::string sig;
+  for (const auto& p : params.params()) sig += p.name + ":F32" + p.shape.str() + ";";
+  return fmt::format("{} tensors, {} values, {:016x}", params.params().size(), params.numel(), fnv1a(sig));
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, Communicator& comm, Logger log)
+    : c_(config), comm_(comm), log_(std::move(log)) {
+  build_id_ = fmt::format("{} ({} {})", LOCKSTEP_VERSION, __DATE__, __TIME__);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::setup() {
+  const int world = comm_.size();
+  threads_ = c_.threads > 0 ? c_.threads : std::max(1, available_cores() / comm_.local_size());
+  set_compute_threads(threads_);
+
+  // Batches: --global-batch-size splits evenly over ranks and micro-batches;
+  // otherwise --batch-size is the per-rank micro-batch (Horovod's convention).
+  const int K = c_.accumulate_steps;
+  global_batch_ = c_.global_batch_size > 0 ? c_.global_batch_size : c_.batch_size * world * K;
+  LS_CHECK_INPUT(global_batch_ % (static_cast<int64_t>(world) * K) == 0,
+                 "--global-batch-size {} does not split evenly over {} ranks x {} accumulation steps", global_batch_,
+                 world, K);
+  micro_batch_ = global_batch_ / world / K;
+  eval_batch_ = c_.eval_batch_size > 0 ? c_.eval_batch_size : std::max<int64_t>(micro_batch_, 256);
+
+  if (c_.dataset == "synthetic") {
+    const Shape shape{c_.synthetic_shape[0], c_.synthetic_shape[1], c_.synthetic_shape[2]};
+    train_ = std::make_unique<SyntheticDataset>("synthetic", shape, c_.synthetic_classes, c_.synthetic_samples, c_.seed);
+    const int64_t test_size = std::max(c_.synthetic_samples / 6, eval_batch_);
+    test_ = std::make_unique<SyntheticDataset>("synthetic-test", shape, c_.synthetic_classes, test_size, c_.seed,
+                                               c_.synthetic_samples);
+  } else {
+    MnistSplits s = load_mnist_format(c_.data_dir, c_.dataset);
+    train_ = std::move(s.train);
+    test_ = std::move(s.test);
+  }
+
+  const models::ModelSpec spec{train_->sample_shape(), train_->num_classes()};
+  model_ = models::build_model(c_.model, spec, c_.seed);
+  OptimizerConfig oc;
+  oc.name = c_.optimizer;
+  oc.momentum = c_.momentum;
+  oc.nesterov = c_.nesterov;
+  oc.weight_decay = c_.weight_decay;
+  opt_ = make_optimizer(model_->params(), oc);
+  DistributedOptions dopts;
+  dopts.average = c_.grad_op == "average";
+  dopts.bucket_bytes = static_cast<int64_t>(c_.fusion_threshold_mb * 1024.0 * 1024.0);
+  dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, dopts);
+
+  sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
+  eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
+  steps_per_epoch_ = sampler_->steps_per_epoch();
+  total_steps_ = c_.max_steps > 0 ? std::min(c_.max_steps, c_.epochs * steps_per_epoch_) : c_.epochs * steps_per_epoch_;
+  epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
+
+  sched_.kind = c_.lr_schedule;
+  sched_.base_lr = c_.lr;
+  sched_.warmup_steps = static_cast<int64_t>(std::llround(c_.warmup_epochs * static_cast<double>(steps_per_epoch_)));
+  sched_.total_steps = total_steps_;
+  sched_.step_every = static_cast<int64_t>(std::llround(c_.lr_step_epochs * static_cast<double>(steps_per_epoch_)));
+  if (sched_.kind == "step") sched_.step_every = std::max<int64_t>(sched_.step_every, 1);
+  sched_.gamma = c_.lr_gamma;
+  sched_.validate();
+
+  if (!rank0()) return;  // rank 0 reads weights and checkpoints; start() broadcasts them
+  if (!c_.checkpoint_dir.empty() && !std::filesystem::exists(c_.checkpoint_dir))
+    std::filesystem::create_directory(c_.checkpoint_dir);
+  if (c_.resume) {
+    auto loaded = load_latest_checkpoint(c_.checkpoint_dir, *model_, *opt_,
+                                         [&](const std::string& w) { log_->warn("{}", w); });
+    if (loaded) {
+      const CheckpointInfo& info = loaded->info;
+      LS_CHECK_INPUT(info.global_batch == global_batch_,
+                     "--resume: {} was written with global batch {}, this run uses {} (the data position would "
+                     "not carry over)",
+                     loaded->path, info.global_batch, global_batch_);
+      LS_CHECK_INPUT(info.seed == c_.seed, "--resume: {} was written with --seed {}, this run uses {}", loaded->path,
+                     info.seed, c_.seed);
+      progress_ = info.progress;
+      resumed_from_ = loaded->path;
+      return;
+    }
+  }
+  if (!c_.load_weights.empty()) load_weights(c_.load_weights, *model_);
+}
+
+Fingerprint Trainer::fingerprint() const {
+  return {
+      {"lockstep", build_id_},
+      {"model", c_.model},
+      {"parameters", param_signature(model_->params())},
+      {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
+                              train_->sample_shape().str())},
+      {"global batch", std::to_string(global_batch_)},
+      {"micro-batch", std::to_string(micro_batch_)},
+      {"accumulate-steps", std::to_string(c_.accumulate_steps)},
+      {"steps", fmt::format("{} ({} per epoch)", total_steps_, steps_per_epoch_)},
+      {"optimizer", opt_->describe()},
+      {"lr", fmt::format("{}", c_.lr)},
+      {"lr schedule", fmt::format("{}, warmup {} steps, step every {} x {}", sched_.kind, sched_.warmup_steps,
+                                  sched_.step_every, sched_.gamma)},
+      {"seed", std::to_string(c_.seed)},
+      {"grad-op", c_.grad_op},
+      {"buckets", fmt::format("{:.3f} MB cap, {} buckets", c_.fusion_threshold_mb, dopt_->buckets().size())},
+      {"target-accuracy", fmt::format("{}", c_.target_accuracy)},
+      {"eval batch", std::to_string(eval_batch_)},
+  };
+}
+
+void Trainer::start() {
+  dopt_->broadcast_state(0);
+  Tensor p = Tensor::zeros(Shape{3}, DType::I64);
+  int64_t* v = p.data<int64_t>();
+  v[0] = progress_.step;
+  v[1] = progress_.epoch;
+  v[2] = progress_.step_in_epoch;
+  comm_.broadcast(p, 0);
+  progress_ = {v[0], v[1], v[2]};
+
+  const int world = comm_.size();
+  log_->info("lockstep {} | {} on {} ({} train / {} test samples of {})", LOCKSTEP_VERSION, c_.model, c_.dataset,
+             group_thousands(static_cast<double>(train_->size())), group_thousands(static_cast<double>(test_->size())),
+             train_->sample_shape().str());
+  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}, lr {} ({}{})",
+             group_thousands(static_cast<double>(model_->params().numel())),
+             static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(), c_.lr,
+             c_.lr_schedule, sched_.warmup_steps ? fmt::format(", {} warmup steps", sched_.warmup_steps) : "");
+  log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS {}",
+             micro_batch_, world, world == 1 ? "" : "es",
+             c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
+             global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
+  if (world > 1)
+    log_->info("world: {} ranks on {} node{}; {}", world, comm_.nodes(), comm_.nodes() == 1 ? "" : "s",
+               dopt_->describe());
+  if (resumed_from_)
+    log_->info("resumed from {} at step {} (epoch {}, step {} of it)", *resumed_from_, progress_.step,
+               progress_.epoch + 1, progress_.step_in_epoch);
+  log_->debug("layers:\n{}", model_->summary());
+}
+
+EvalResult Trainer::evaluate() {
+  PrefetchLoader loader(*test_, eval_batch_);
+  Sums sums;
+  loader.begin(eval_sampler_->batches(), [&](int64_t k, std::vector<int64_t>& out) { eval_sampler_->indices(k, out); });
+  for (int64_t k = 0; k < eval_sampler_->batches(); ++k) {
+    const Batch& b = loader.next();
+    const Tensor& logits = model_->net().forward(b.images, ForwardContext{false, c_.seed, k, 0});
+    sums.add(softmax_cross_entropy(logits, b.labels));
+  }
+  const Sums all = sums.reduced(comm_);
+  return {all.mean_loss(), all.acc()};
+}
+
+void Trainer::checkpoint() {
+  if (!rank0() || c_.checkpoint_dir.empty()) return;
+  CheckpointInfo info;
+  info.progress = progress_;
+  info.global_batch = global_batch_;
+  info.seed = c_.seed;
+  info.world_size = comm_.size();
+  info.config_json = config_json(c_);
+  const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints);
+  log_->debug("checkpoint {} written", path);
+}
+
+TrainSummary Trainer::run() {
+  const int world = comm_.size();
+  const int K = c_.accumulate_steps;
+  std::unique_ptr<MetricsWriter> metrics;
+  if (rank0() && !c_.metrics_file.empty()) metrics = std::make_unique<MetricsWriter>(c_.metrics_file);
+  PrefetchLoader loader(*train_, micro_batch_);
+  const bool progress_on =
+      rank0() && (c_.progress == "on" || (c_.progress == "auto" && isatty(STDOUT_FILENO) && !under_job_launcher()));
+  ProgressBar bar(progress_on);
+  Sequential& net = model_->net();
+
+  TrainSummary sum;
+  double measured_seconds = 0, measured_images = 0;
+  const int64_t first_step = progress_.step;
+  std::vector<double> train_times, test_times;
+  std::vector<int64_t> epoch_numbers;
+  const int epoch_digits = static_cast<int>(std::to_string(epochs_).size());
+  const float loss_scale = 1.f / static_cast<float>(micro_batch_ * K);
+
+  while (progress_.step < total_steps_) {
+    const int64_t epoch = progress_.epoch, s0 = progress_.step_in_epoch;
+    const int64_t steps_now = std::min(steps_per_epoch_ - s0, total_steps_ - progress_.step);
+    const std::string label = fmt::format("[{:>{}}/{}]", epoch + 1, epoch_digits, epochs_);
+    loader.begin(steps_now * K, [&](int64_t k, std::vector<int64_t>& out) {
+      sampler_->indices(epoch, s0 + k / K, out, static_cast<int>(k % K));
+    });
+    bar.start(label, steps_now);
+    Sums train;
+    const auto t_epoch = Clock::now();
+    auto tick = t_epoch;
+    for (int64_t s = 0; s < steps_now; ++s) {
+      for (int micro = 0; micro < K; ++micro) {
+        const Batch& b = loader.next();
+        const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro)};
+        const Tensor& logits = net.forward(b.images, fctx);
+        const LossStats ls = softmax_cross_entropy(logits, b.labels);
+        LS_CHECK(std::isfinite(ls.loss_sum), "training diverged: loss is {} at step {} (try a smaller --lr)",
+                 ls.loss_sum, progress_.step);
+        Tensor dlogits = net.output_grad();
+        softmax_cross_entropy_backward(logits, b.labels, loss_scale, dlogits);
+        net.backward(BackwardContext{micro > 0});
+        train.add(ls);
+      }
+      dopt_->step(sched_.lr(progress_.step));
+      ++progress_.step;
+      if (++progress_.step_in_epoch == steps_per_epoch_) {
+        ++progress_.epoch;
+        progress_.step_in_epoch = 0;
+      }
+      const auto now = Clock::now();
+      if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
+        measured_seconds += std::chrono::duration<double>(now - tick).count();
+        measured_images += static_cast<double>(micro_batch_ * K * world);
+      }
+      tick = now;
+      // Every rank decides from the same counters, so checkpoints are taken at the same step.
+      const bool epoch_end = progress_.step_in_epoch == 0;
+      if ((c_.checkpoint_every > 0 && progress_.step % c_.checkpoint_every == 0) || epoch_end ||
+          progress_.step == total_steps_)
+        checkpoint();
+      bar.update(s + 1, train.mean_loss(), train.count * world / seconds_since(t_epoch), s + 1 == steps_now);
+    }
+    const double train_s = seconds_since(t_epoch);
+    const Sums tr = train.reduced(comm_);
+    const auto t_test = Clock::now();
+    const EvalResult test = evaluate();
+    const double test_s = seconds_since(t_test);
+    bar.clear();
+    const double ips = tr.count / train_s;
+    log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | (test) acc: {:.2f}%, loss: {:.3f} | {:.2f}s, {:.2f}s | {} img/s",
+               label, 100 * tr.acc(), tr.mean_loss(), 100 * test.acc, test.loss, train_s, test_s,
+               group_thousands(ips));
+    if (metrics)
+      metrics->write({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
+                      {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
+                      {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
+                      {"lr", sched_.lr(progress_.step - 1)}});
+    train_times.push_back(train_s);
+    test_times.push_back(test_s);
+    epoch_numbers.push_back(epoch + 1);
+    sum.train_seconds += train_s;
+    sum.test_acc = test.acc;
+    sum.test_loss = test.loss;
+    sum.epochs = epoch + 1;
+    if (c_.target_accuracy > 0.f && test.acc >= c_.target_accuracy) {
+      log_->info("reached the target test accuracy {:.2f}% at epoch {}", 100.0 * c_.target_accuracy, epoch + 1);
+      sum.reached_target = true;
+      break;
+    }
+  }
+  sum.steps = progress_.step;
+  sum.images_per_sec = measured_seconds > 0 ? measured_images / measured_seconds : 0.0;
+
+  // The seeds' summary: mean epoch times with the first epoch excluded (it pays for warm-up).
+  const size_t first = train_times.size() > 1 ? 1 : 0;
+  double tr = 0, te = 0;
+  for (size_t i = first; i < train_times.size(); ++i) {
+    tr += train_times[i];
+    te += test_times[i];
+  }
+  const double n = static_cast<double>(train_times.size() - first);
+  const std::string throughput =
+      world > 1 ? fmt::format("{} img/s total, {} img/s per rank ({} ranks)", group_thousands(sum.images_per_sec),
+                              group_thousands(sum.images_per_sec / world), world)
+                : fmt::format("{} img/s", group_thousands(sum.images_per_sec));
+  if (n > 0)
+    log_->info("Average time TRAIN {:.2f}s TEST {:.2f}s ({}) | {} after {} warm-up steps", tr / n, te / n,
+               first ? fmt::format("epochs {}-{}", epoch_numbers[first], epoch_numbers.back())
+                     : fmt::format("epoch {}", epoch_numbers.front()),
+               throughput, kWarmupSteps);
+  if (metrics)
+    metrics->write({{"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
+                    {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
+                    {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
+                    {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
+                    {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
+                    {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()}});
+  if (rank0() && !c_.save_weights.empty()) {
+    const auto [mean, std] = train_->input_normalization();
+    save_weights(c_.save_weights, *model_,
+                 {{"dataset", c_.dataset}, {"input_mean", fmt::format("{:.9g}", mean)},
+                  {"input_std", fmt::format("{:.9g}", std)}, {"sample_shape", train_->sample_shape().str()}});
+    log_->info("weights written to {}", c_.save_weights);
+  }
+  return sum;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,76 @@
+// Trainer: one process's part of a data-parallel training run.
+//
+//   setup()  local work only, no collectives: threads, data, model, optimizer;
+//            on rank 0 also --load-weights and --resume. May throw InputError.
+//   fingerprint()  what must agree across ranks (see preflight.h).
+//   start()  collective: rank 0's parameters, optimizer state and progress to
+//            every rank, so replicas start identical.
+//   run()    collective: the training loop. Every rank runs the same number of
+//            steps; metrics are reduced over ranks; rank 0 alone logs at info,
+//            writes metrics, checkpoints and weights.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "checkpoint/checkpoint.h"
+#include "comm/communicator.h"
+#include "core/logging.h"
+#include "data/dataset.h"
+#include "data/sampler.h"
+#include "nn/model.h"
+#include "optim/distributed_optimizer.h"
+#include "optim/schedule.h"
+#include "options.h"
+#include "preflight.h"
+
+namespace lockstep {
+
+struct TrainSummary {
+  int64_t steps = 0;
+  int64_t epochs = 0;
+  double images_per_sec = 0;  // all ranks together, training only, after the first 5 steps
+  double test_acc = 0;
+  double test_loss = 0;
+  double train_seconds = 0;
+  bool reached_target = false;  // --target-accuracy reached (then training stopped early)
+};
+
+struct EvalResult {
+  double loss = 0, acc = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, Communicator& comm, Logger log);
+  ~Trainer();
+
+  void setup();
+  Fingerprint fingerprint() const;
+  void start();
+  TrainSummary run();
+
+ private:
+  EvalResult evaluate();
+  bool rank0() const { return comm_.rank() == 0; }
+  void checkpoint();
+
+  const TrainConfig& c_;
+  Communicator& comm_;
+  Logger log_;
+  int threads_ = 1;
+  int64_t global_batch_ = 0, micro_batch_ = 0, eval_batch_ = 0;
+  int64_t steps_per_epoch_ = 0, total_steps_ = 0, epochs_ = 0;
+  std::unique_ptr<Dataset> train_, test_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<DistributedOptimizer> dopt_;
+  std::unique_ptr<TrainSampler> sampler_;
+  std::unique_ptr<EvalSampler> eval_sampler_;
+  LrSchedule sched_;
+  TrainingProgress progress_;
+  std::optional<std::string> resumed_from_;  // rank 0: the checkpoint loaded
+  std::string build_id_;
+};
+
+}  // namespace lockstep

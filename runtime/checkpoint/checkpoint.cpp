@@ -1,0 +1,155 @@
+// Checkpoint save, listing, retention and validated loading.
+#include "checkpoint/checkpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include "checkpoint/safetensors.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kFormat = "lockstep-checkpoint";
+constexpr const char* kVersion = "1";
+
+int64_t step_of(const std::string& filename) {
+  static const std::regex re(R"(ckpt-(\d{9})\.safetensors)");
+  std::smatch m;
+  return std::regex_match(filename, m, re) ? std::stoll(m[1]) : -1;
+}
+
+int64_t meta_int(const SafetensorsFile& f, const std::string& key) {
+  auto it = f.metadata().find(key);
+  LS_CHECK_INPUT(it != f.metadata().end(), "{}: checkpoint metadata lacks '{}'", f.path(), key);
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(it->second, &used);
+    LS_CHECK_INPUT(used == it->second.size(), "{}: metadata '{}' = '{}' is not an integer", f.path(), key, it->second);
+    return v;
+  } catch (const std::logic_error&) {
+    LS_INPUT_ERROR("{}: metadata '{}' = '{}' is not an integer", f.path(), key, it->second);
+  }
+}
+
+std::string meta_str(const SafetensorsFile& f, const std::string& key) {
+  auto it = f.metadata().find(key);
+  LS_CHECK_INPUT(it != f.metadata().end(), "{}: checkpoint metadata lacks '{}'", f.path(), key);
+  return it->second;
+}
+
+// Validates `f` against the model and optimizer; throws InputError naming what differs.
+void validate(const SafetensorsFile& f, const Model& model, Optimizer& opt) {
+  LS_CHECK_INPUT(meta_str(f, "format") == kFormat && meta_str(f, "version") == kVersion,
+                 "{}: not a lockstep checkpoint (format {} version {})", f.path(), meta_str(f, "format"),
+                 meta_str(f, "version"));
+  LS_CHECK_INPUT(meta_str(f, "model") == model.name(), "{}: checkpoint of model {}, this run trains {}", f.path(),
+                 meta_str(f, "model"), model.name());
+  LS_CHECK_INPUT(meta_str(f, "optimizer") == opt.name(), "{}: checkpoint of optimizer {}, this run uses {}", f.path(),
+                 meta_str(f, "optimizer"), opt.name());
+  size_t expected = 0;
+  for (const auto& p : model.params().params()) {
+    const std::string name = "model." + p.name;
+    LS_CHECK_INPUT(f.contains(name), "{}: missing tensor '{}'", f.path(), name);
+    const auto& e = f.entry(name);
+    LS_CHECK_INPUT(e.dtype == DType::F32 && e.shape == p.shape, "{}: tensor '{}' is {} {}, expected F32 {}", f.path(),
+                   name, dtype_name(e.dtype), e.shape.str(), p.shape.str());
+    ++expected;
+  }
+  for (auto& [sname, t] : opt.state()) {
+    const std::string name = "optimizer." + sname;
+    LS_CHECK_INPUT(f.contains(name), "{}: missing tensor '{}'", f.path(), name);
+    const auto& e = f.entry(name);
+    LS_CHECK_INPUT(e.dtype == DType::F32 && e.shape == t->shape(), "{}: tensor '{}' is {} {}, expected F32 {}",
+                   f.path(), name, dtype_name(e.dtype), e.shape.str(), t->shape().str());
+    ++expected;
+  }
+  LS_CHECK_INPUT(f.names().size() == expected, "{}: {} tensors, this model and optimizer have {}", f.path(),
+                 f.names().size(), expected);
+}
+
+}  // namespace
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const int64_t step = step_of(e.path().filename().string());
+    if (step >= 0 && e.is_regular_file(ec)) found.emplace_back(step, e.path().string());
+  }
+  std::sort(found.begin(), found.end(), std::greater<>());
+  std::vector<std::string> out;
+  for (auto& [s, p] : found) out.push_back(p);
+  return out;
+}
+
+std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
+                            int keep) {
+  std::vector<SafetensorsEntry> entries;
+  for (const auto& p : model.params().params())
+    entries.push_back({"model." + p.name, DType::F32, p.shape, p.value.raw_data()});
+  for (auto& [name, t] : opt.state()) entries.push_back({"optimizer." + name, DType::F32, t->shape(), t->raw_data()});
+  const TrainingProgress& pr = info.progress;
+  const std::map<std::string, std::string> meta = {
+      {"format", kFormat},
+      {"version", kVersion},
+      {"model", model.name()},
+      {"optimizer", opt.name()},
+      {"optimizer_steps", std::to_string(opt.steps())},
+      {"step", std::to_string(pr.step)},
+      {"epoch", std::to_string(pr.epoch)},
+      {"step_in_epoch", std::to_string(pr.step_in_epoch)},
+      {"global_batch", std::to_string(info.global_batch)},
+      {"seed", std::to_string(info.seed)},
+      {"world_size", std::to_string(info.world_size)},
+      {"config", info.config_json},
+  };
+  const std::string path = (fs::path(dir) / fmt::format("ckpt-{:09d}.safetensors", pr.step)).string();
+  write_safetensors(path, entries, meta);
+  const std::vector<std::string> all = list_checkpoints(dir);
+  for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < all.size(); ++i) {
+    std::error_code ec;
+    fs::remove(all[i], ec);
+  }
+  return path;
+}
+
+std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, Model& model, Optimizer& opt,
+                                                       const std::function<void(const std::string&)>& warn) {
+  const std::vector<std::string> files = list_checkpoints(dir);
+  if (files.empty()) return std::nullopt;
+  std::string last_error;
+  for (const std::string& path : files) {
+    try {
+      const SafetensorsFile f = SafetensorsFile::read(path);
+      validate(f, model, opt);
+      LoadedCheckpoint lc;
+      lc.path = path;
+      lc.info.progress = {meta_int(f, "step"), meta_int(f, "epoch"), meta_int(f, "step_in_epoch")};
+      lc.info.global_batch = meta_int(f, "global_batch");
+      lc.info.seed = static_cast<uint64_t>(meta_int(f, "seed"));
+      lc.info.world_size = static_cast<int>(meta_int(f, "world_size"));
+      lc.info.config_json = meta_str(f, "config");
+      const int64_t opt_steps = meta_int(f, "optimizer_steps");
+      // Everything checked: now copy into the model and optimizer.
+      for (auto& p : model.params().params()) {
+        const auto& e = f.entry("model." + p.name);
+        std::memcpy(p.value.raw_data(), e.data, e.nbytes());
+      }
+      for (auto& [name, t] : opt.state()) {
+        const auto& e = f.entry("optimizer." + name);
+        std::memcpy(t->raw_data(), e.data, e.nbytes());
+      }
+      opt.set_steps(opt_steps);
+      return lc;
+    } catch (const InputError& e) {
+      last_error = e.message();
+      warn(fmt::format("skipping checkpoint {}: {}", path, e.message()));
+    }
+  }
+  LS_INPUT_ERROR("--resume: no usable checkpoint in {} ({} found; newest problem: {})", dir, files.size(), last_error);
+}
+
+}  // namespace lockstep

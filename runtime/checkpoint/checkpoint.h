@@ -1,0 +1,58 @@
+// Training checkpoints: one safetensors file per checkpoint,
+//   DIR/ckpt-<step, 9 digits>.safetensors
+// holding "model.<parameter>" tensors, "optimizer.<state>" tensors (the flat
+// buffers) and metadata: format version, model, optimizer and its step count,
+// training progress (step, epoch, step within the epoch), global batch, seed,
+// world size and the configuration as JSON. All randomness in lockstep is
+// counter-based (shuffles from (seed, epoch), dropout from (seed, step, sample)),
+// so the progress counters are the whole RNG state.
+//
+// Written by rank 0 only, atomically (temporary, fsync, rename, directory
+// fsync): a crash leaves the previous checkpoint or the new one, never a torn
+// file. Old checkpoints beyond `keep` are deleted after the new one is in place.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "nn/model.h"
+#include "optim/optimizer.h"
+
+namespace lockstep {
+
+struct TrainingProgress {
+  int64_t step = 0;           // optimizer steps completed
+  int64_t epoch = 0;          // epoch the next step belongs to
+  int64_t step_in_epoch = 0;  // steps of that epoch already done
+};
+
+struct CheckpointInfo {
+  TrainingProgress progress;
+  int64_t global_batch = 0;
+  uint64_t seed = 0;
+  int world_size = 1;
+  std::string config_json;
+};
+
+// Returns the path written.
+std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
+                            int keep);
+
+struct LoadedCheckpoint {
+  std::string path;
+  CheckpointInfo info;
+};
+
+// Loads the newest checkpoint in `dir` that is complete and matches the model
+// and optimizer into them. A damaged or mismatched newer file is reported
+// through `warn` and the next older one is tried. Returns nothing when the
+// directory has no usable checkpoint (a fresh start). Throws InputError when
+// checkpoints exist but none can be used, leaving model and optimizer untouched.
+std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, Model& model, Optimizer& opt,
+                                                       const std::function<void(const std::string&)>& warn);
+
+// Checkpoint files in `dir`, newest first.
+std::vector<std::string> list_checkpoints(const std::string& dir);
+
+}  // namespace lockstep

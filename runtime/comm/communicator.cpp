@@ -1,0 +1,60 @@
+// Communicator helpers and the single-process communicator.
+#include "comm/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace lockstep {
+
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine) {
+  Tensor len = Tensor::zeros(Shape{1}, DType::I64);
+  len.data<int64_t>()[0] = static_cast<int64_t>(mine.size());
+  Tensor lens = Tensor::zeros(Shape{comm.size()}, DType::I64);
+  comm.allgather(len, lens);
+  int64_t longest = 0;
+  for (int64_t l : lens.span<int64_t>()) longest = std::max(longest, l);
+  Tensor buf = Tensor::zeros(Shape{std::max<int64_t>(longest, 1)}, DType::U8);
+  std::memcpy(buf.raw_data(), mine.data(), mine.size());
+  Tensor all = Tensor::zeros(Shape{comm.size() * buf.numel()}, DType::U8);
+  comm.allgather(buf, all);
+  std::vector<std::string> out;
+  for (int r = 0; r < comm.size(); ++r)
+    out.emplace_back(reinterpret_cast<const char*>(all.data<uint8_t>() + r * buf.numel()),
+                     static_cast<size_t>(lens.data<int64_t>()[r]));
+  return out;
+}
+
+std::string broadcast_string(Communicator& comm, const std::string& s, int root) {
+  Tensor len = Tensor::zeros(Shape{1}, DType::I64);
+  len.data<int64_t>()[0] = static_cast<int64_t>(s.size());
+  comm.broadcast(len, root);
+  const int64_t n = len.data<int64_t>()[0];
+  Tensor buf = Tensor::zeros(Shape{std::max<int64_t>(n, 1)}, DType::U8);
+  if (comm.rank() == root) std::memcpy(buf.raw_data(), s.data(), s.size());
+  comm.broadcast(buf, root);
+  return std::string(reinterpret_cast<const char*>(buf.raw_data()), static_cast<size_t>(n));
+}
+
+double allreduce_scalar(Communicator& comm, double v, ReduceOp op) {
+  Tensor t = Tensor::zeros(Shape{1}, DType::F64);
+  t.data<double>()[0] = v;
+  comm.allreduce(t, op);
+  return t.data<double>()[0];
+}
+
+void SingleProcessCommunicator::allreduce(Tensor& t, ReduceOp) {
+  LS_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::F64 || t.dtype() == DType::I32 || t.dtype() == DType::I64,
+           "allreduce of {} is not supported", dtype_name(t.dtype()));
+}
+
+void SingleProcessCommunicator::broadcast(Tensor&, int root) {
+  LS_CHECK(root == 0, "broadcast root {} outside a world of one", root);
+}
+
+void SingleProcessCommunicator::allgather(const Tensor& in, Tensor& out) {
+  LS_CHECK(out.numel() == in.numel() && out.dtype() == in.dtype(), "allgather: output must hold {} {}", in.numel(),
+           dtype_name(in.dtype()));
+  out.copy_from(in);
+}
+
+}  // namespace lockstep

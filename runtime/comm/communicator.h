@@ -1,0 +1,60 @@
+// Communicator: the collectives the runtime needs, behind one small interface
+// (MPI now, NCCL with the GPU path, a trivial one for a world of one).
+// All calls are blocking and collective: every rank must make the same calls in
+// the same order. Tensors are host tensors, reduced in place.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace lockstep {
+
+enum class ReduceOp { Sum, Average, Min, Max };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;  // rank among the processes on this host
+  virtual int local_size() const = 0;
+  virtual int nodes() const = 0;       // hosts in the job
+  virtual std::string backend() const = 0;
+
+  // In place over all ranks. Average = Sum, then x (1/size) in the runtime's own
+  // pass (floating types only). Types: F32, F64, I32, I64.
+  virtual void allreduce(Tensor& t, ReduceOp op) = 0;
+  // Rank `root`'s values everywhere. Any dtype.
+  virtual void broadcast(Tensor& t, int root) = 0;
+  // out = concatenation of every rank's `in` (same numel and dtype on every rank),
+  // rank order; out.numel() == size() * in.numel().
+  virtual void allgather(const Tensor& in, Tensor& out) = 0;
+  virtual void barrier() = 0;
+};
+
+// Every rank's string, in rank order (two allgathers: lengths, then bytes).
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine);
+// Rank `root`'s string on every rank.
+std::string broadcast_string(Communicator& comm, const std::string& s, int root);
+// Convenience reductions of a few scalars.
+double allreduce_scalar(Communicator& comm, double v, ReduceOp op);
+
+// The communicator for a world of one: every collective is the identity.
+class SingleProcessCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int local_rank() const override { return 0; }
+  int local_size() const override { return 1; }
+  int nodes() const override { return 1; }
+  std::string backend() const override { return "single-process"; }
+  void allreduce(Tensor& t, ReduceOp op) override;
+  void broadcast(Tensor& t, int root) override;
+  void allgather(const Tensor& in, Tensor& out) override;
+  void barrier() override {}
+};
+
+}  // namespace lockstep

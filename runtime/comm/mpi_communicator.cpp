@@ -1,0 +1,151 @@
+// MPI implementation of the Communicator and the MpiSession.
+#include "comm/mpi_communicator.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "comm/mpi_session.h"
+
+namespace lockstep {
+namespace {
+
+[[noreturn]] void mpi_fail(int code, const char* call, const char* file, int line) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) len = 0;
+  throw_error(file, line, fmt::format("MPI error in {}: {}", call, std::string(msg, static_cast<size_t>(len))));
+}
+
+#define LS_MPI(call)                                              \
+  do {                                                            \
+    const int ls_mpi_rc = (call);                                 \
+    if (ls_mpi_rc != MPI_SUCCESS) mpi_fail(ls_mpi_rc, #call, __FILE__, __LINE__); \
+  } while (0)
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::F64: return MPI_DOUBLE;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::U8: return MPI_UINT8_T;
+    case DType::F16:
+    case DType::BF16: return MPI_UINT16_T;  // moved as bits (broadcast/allgather only)
+  }
+  LS_THROW("no MPI type for {}", dtype_name(t));
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Average: return MPI_SUM;
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Max: return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+// MPI counts are ints: larger tensors go in chunks of this many elements.
+constexpr int64_t kMaxCount = int64_t{1} << 30;
+
+}  // namespace
+
+// ---------------------------------------------------------------- MpiSession
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int initialized = 0;
+  LS_MPI(MPI_Initialized(&initialized));
+  LS_CHECK(!initialized, "MPI is already initialised: create one MpiSession per process");
+  LS_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_));
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+bool MpiSession::thread_multiple() const { return thread_level_ >= MPI_THREAD_MULTIPLE; }
+
+const char* MpiSession::thread_level_name() const {
+  if (thread_level_ >= MPI_THREAD_MULTIPLE) return "MPI_THREAD_MULTIPLE";
+  if (thread_level_ >= MPI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
+  if (thread_level_ >= MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
+  return "MPI_THREAD_SINGLE";
+}
+
+std::unique_ptr<Communicator> MpiSession::world() const {
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+}
+
+void MpiSession::abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort should not return; make sure
+}
+
+// ---------------------------------------------------------------- MpiCommunicator
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+  LS_MPI(MPI_Comm_dup(parent, &comm_));
+  LS_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  LS_MPI(MPI_Comm_rank(comm_, &rank_));
+  LS_MPI(MPI_Comm_size(comm_, &size_));
+  MPI_Comm local = MPI_COMM_NULL;
+  LS_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  LS_MPI(MPI_Comm_rank(local, &local_rank_));
+  LS_MPI(MPI_Comm_size(local, &local_size_));
+  LS_MPI(MPI_Comm_free(&local));
+  int leader = local_rank_ == 0 ? 1 : 0;
+  LS_MPI(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, comm_));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
+  const DType dt = t.dtype();
+  LS_CHECK(dt == DType::F32 || dt == DType::F64 || dt == DType::I32 || dt == DType::I64,
+           "allreduce of {} is not supported", dtype_name(dt));
+  LS_CHECK(op != ReduceOp::Average || dt == DType::F32 || dt == DType::F64, "average of integers is not supported");
+  LS_CHECK(t.device().is_cpu(), "MPI allreduce of a {} tensor", t.device().str());
+  char* p = static_cast<char*>(t.raw_data());
+  for (int64_t off = 0; off < t.numel(); off += kMaxCount) {
+    const int n = static_cast<int>(std::min(kMaxCount, t.numel() - off));
+    LS_MPI(MPI_Allreduce(MPI_IN_PLACE, p + off * static_cast<int64_t>(size_of(dt)), n, mpi_type(dt), mpi_op(op), comm_));
+  }
+  if (op == ReduceOp::Average && size_ > 1) {
+    if (dt == DType::F32) {
+      const float s = 1.f / static_cast<float>(size_);
+      for (float& v : t.span<float>()) v *= s;
+    } else {
+      const double s = 1.0 / size_;
+      for (double& v : t.span<double>()) v *= s;
+    }
+  }
+}
+
+void MpiCommunicator::broadcast(Tensor& t, int root) {
+  LS_CHECK(root >= 0 && root < size_, "broadcast root {} outside [0, {})", root, size_);
+  LS_CHECK(t.device().is_cpu(), "MPI broadcast of a {} tensor", t.device().str());
+  char* p = static_cast<char*>(t.raw_data());
+  const int64_t esize = static_cast<int64_t>(size_of(t.dtype()));
+  for (int64_t off = 0; off < t.numel(); off += kMaxCount) {
+    const int n = static_cast<int>(std::min(kMaxCount, t.numel() - off));
+    LS_MPI(MPI_Bcast(p + off * esize, n, mpi_type(t.dtype()), root, comm_));
+  }
+}
+
+void MpiCommunicator::allgather(const Tensor& in, Tensor& out) {
+  LS_CHECK(out.dtype() == in.dtype() && out.numel() == in.numel() * size_,
+           "allgather: output holds {} {}, needs {} x {}", out.numel(), dtype_name(out.dtype()), size_, in.numel());
+  LS_CHECK(in.numel() <= kMaxCount, "allgather of {} elements per rank is not supported", in.numel());
+  LS_MPI(MPI_Allgather(in.raw_data(), static_cast<int>(in.numel()), mpi_type(in.dtype()), out.raw_data(),
+                       static_cast<int>(in.numel()), mpi_type(in.dtype()), comm_));
+}
+
+void MpiCommunicator::barrier() { LS_MPI(MPI_Barrier(comm_)); }
+
+}  // namespace lockstep

@@ -1,0 +1,38 @@
+// MpiCommunicator: the Communicator over MPI (CPU tensors). Errors come back
+// as exceptions with MPI's message and the source location (the communicator
+// uses MPI_ERRORS_RETURN); counts beyond MPI's int are split into chunks.
+#pragma once
+
+#include <mpi.h>
+
+#include "comm/communicator.h"
+
+namespace lockstep {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm parent);  // duplicates `parent`
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
+  int nodes() const override { return nodes_; }
+  std::string backend() const override { return "mpi"; }
+
+  void allreduce(Tensor& t, ReduceOp op) override;
+  void broadcast(Tensor& t, int root) override;
+  void allgather(const Tensor& in, Tensor& out) override;
+  void barrier() override;
+
+  MPI_Comm handle() const { return comm_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,146 @@
+// Pure parts of the distributed runtime: bucket plans, preflight tables,
+// checkpoints, the accumulation sampler, the single-process communicator.
+#include <catch2/catch.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "comm/communicator.h"
+#include "data/sampler.h"
+#include "optim/distributed_optimizer.h"
+#include "preflight.h"
+#include "registry.h"
+#include "temp_dir.h"
+
+using namespace lockstep;
+using lockstep::testing::TempDir;
+
+TEST_CASE("buckets tile the gradient buffer in backward order at parameter boundaries", "[buckets]") {
+  auto m = models::build_model("lenet", {}, 1);
+  const auto& store = m->params();
+  for (int64_t cap : {int64_t{1}, int64_t{4096}, int64_t{100} << 10, int64_t{25} << 20}) {
+    const auto buckets = plan_buckets(store, cap);
+    INFO("cap " << cap);
+    REQUIRE_FALSE(buckets.empty());
+    CHECK(buckets.front().begin == 0);
+    CHECK(buckets.back().end == store.padded_numel());
+    for (size_t i = 1; i < buckets.size(); ++i) CHECK(buckets[i].begin == buckets[i - 1].end);
+    // Boundaries fall on parameter offsets.
+    for (const auto& b : buckets) {
+      bool at_param = false;
+      for (const auto& p : store.params()) at_param = at_param || p.offset == b.begin;
+      CHECK(at_param);
+      // A bucket exceeds the cap only when it holds a single larger parameter.
+      int params_inside = 0;
+      for (const auto& p : store.params()) params_inside += p.offset >= b.begin && p.offset < b.end;
+      CHECK((b.numel() * 4 <= cap || params_inside == 1));
+    }
+  }
+  CHECK(plan_buckets(store, 1).size() == store.params().size());  // one bucket per tensor
+  CHECK(plan_buckets(store, int64_t{1} << 30).size() == 1);
+}
+
+TEST_CASE("preflight table names the ranks that differ and in what", "[preflight]") {
+  const Fingerprint a{{"model", "lenet"}, {"lr", "0.05"}, {"seed", "42"}};
+  Fingerprint b = a;
+  b["lr"] = "0.1";
+  Fingerprint c = a;
+  c.erase("seed");
+  CHECK(compare_fingerprints({a, a, a}).empty());
+  const std::string t = compare_fingerprints({a, b, a, b, a});
+  CHECK(t.find("lr") != std::string::npos);
+  CHECK(t.find("0,2,4") != std::string::npos);
+  CHECK(t.find("1,3") != std::string::npos);
+  CHECK(t.find("model") == std::string::npos);  // only differing fields
+  const std::string u = compare_fingerprints({a, a, a, c});
+  CHECK(u.find("(missing)") != std::string::npos);
+  CHECK(u.find("0-2") != std::string::npos);
+  CHECK(format_ranks({0, 1, 2, 5, 7, 8}) == "0-2,5,7,8");
+}
+
+TEST_CASE("accumulation reads a rank's shard in consecutive micro-batches", "[data]") {
+  const int64_t G = 48;
+  for (int world : {1, 2, 3}) {
+    for (int K : {1, 2, 4}) {
+      if (G % (world * K)) continue;
+      std::vector<int64_t> step_samples;
+      for (int r = 0; r < world; ++r) {
+        TrainSampler s(480, G, world, r, 5, true, K);
+        TrainSampler plain(480, G, world, r, 5, true, 1);
+        std::vector<int64_t> whole, part;
+        plain.indices(2, 3, whole);
+        std::vector<int64_t> joined;
+        for (int k = 0; k < K; ++k) {
+          s.indices(2, 3, part, k);
+          CHECK(s.shard_offset(k) == r * (G / world) + k * (G / world / K));
+          joined.insert(joined.end(), part.begin(), part.end());
+        }
+        CHECK(joined == whole);
+        step_samples.insert(step_samples.end(), joined.begin(), joined.end());
+      }
+      CHECK(step_samples.size() == static_cast<size_t>(G));
+    }
+  }
+}
+
+TEST_CASE("the single-process communicator is the identity", "[comm]") {
+  SingleProcessCommunicator c;
+  Tensor t = Tensor::from_vector(Shape{2}, {1.5f, -2.f});
+  c.allreduce(t, ReduceOp::Average);
+  c.broadcast(t, 0);
+  Tensor out = Tensor::zeros(Shape{2});
+  c.allgather(t, out);
+  CHECK(out.to_vector() == std::vector<float>{1.5f, -2.f});
+  CHECK(allgather_strings(c, "x") == std::vector<std::string>{"x"});
+  CHECK(broadcast_string(c, "y", 0) == "y");
+  CHECK_THROWS_AS(c.broadcast(t, 1), Error);
+}
+
+TEST_CASE("checkpoints round-trip, keep the newest K and skip damaged ones", "[checkpoint]") {
+  TempDir dir;
+  auto m = models::build_model("mlp", {}, 1);
+  auto opt = make_optimizer(m->params(), OptimizerConfig{});
+  for (float& v : opt->state()[0].second->span<float>()) v = 0.25f;
+  opt->set_steps(7);
+  CheckpointInfo info;
+  info.global_batch = 64;
+  info.seed = 9;
+  info.config_json = "{}";
+  for (int64_t step : {10, 20, 30, 40}) {
+    info.progress = {step, step / 25, step % 25};
+    save_checkpoint(dir.path().string(), *m, *opt, info, 3);
+  }
+  const auto files = list_checkpoints(dir.path().string());
+  REQUIRE(files.size() == 3);
+  CHECK(files[0].find("ckpt-000000040.safetensors") != std::string::npos);
+  CHECK(files[2].find("ckpt-000000020.safetensors") != std::string::npos);
+
+  auto m2 = models::build_model("mlp", {}, 2);
+  auto opt2 = make_optimizer(m2->params(), OptimizerConfig{});
+  std::vector<std::string> warnings;
+  auto loaded = load_latest_checkpoint(dir.path().string(), *m2, *opt2, [&](auto w) { warnings.push_back(w); });
+  REQUIRE(loaded);
+  CHECK(loaded->info.progress.step == 40);
+  CHECK(loaded->info.progress.epoch == 1);
+  CHECK(loaded->info.progress.step_in_epoch == 15);
+  CHECK(loaded->info.global_batch == 64);
+  CHECK(opt2->steps() == 7);
+  CHECK(m2->params().values().to_vector() == m->params().values().to_vector());
+  CHECK(opt2->state()[0].second->to_vector() == opt->state()[0].second->to_vector());
+  CHECK(warnings.empty());
+
+  // Damage the newest: the next older one is used, with a warning naming the file.
+  auto bytes = lockstep::testing::read_bytes(files[0]);
+  bytes.resize(bytes.size() / 2);
+  lockstep::testing::write_bytes(files[0], bytes);
+  loaded = load_latest_checkpoint(dir.path().string(), *m2, *opt2, [&](auto w) { warnings.push_back(w); });
+  REQUIRE(loaded);
+  CHECK(loaded->info.progress.step == 30);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("ckpt-000000040") != std::string::npos);
+
+  // Another model's checkpoints are refused; an empty directory means a fresh start.
+  auto lenet = models::build_model("lenet", {}, 1);
+  auto lopt = make_optimizer(lenet->params(), OptimizerConfig{});
+  CHECK_THROWS_AS(load_latest_checkpoint(dir.path().string(), *lenet, *lopt, [](auto) {}), InputError);
+  TempDir empty;
+  CHECK_FALSE(load_latest_checkpoint(empty.path().string(), *lenet, *lopt, [](auto) {}));
+}
