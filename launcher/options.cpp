@@ -95,7 +95,8 @@ cxxopts::Options make_options() {
       ("eval-batch-size", "samples per process per evaluation batch (0 = max(batch-size, 256))", s("0"))
       ("accumulate-steps", "backward passes (micro-batches) per optimizer step; --batch-size is per micro-batch",
        s(std::to_string(d.accumulate_steps)))
-      ("target-accuracy", "stop after the first epoch whose test accuracy reaches this fraction (0 = off)", s("0"));
+      ("target-accuracy", "stop after the first epoch whose test accuracy reaches this fraction (0 = off)", s("0"))
+      ("no-eval", "skip evaluation (benchmarks)", cxxopts::value<bool>()->default_value("false"));
   o.add_options("optimisation")
       ("optimizer", "sgd, adam or adamw", s(d.optimizer))
       ("lr", "base learning rate", f(d.lr))
@@ -111,7 +112,11 @@ cxxopts::Options make_options() {
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
       ("device", "auto, cpu or cuda", s(d.device))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
-      ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb));
+      ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
+      ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
+       f(d.first_bucket_mb))
+      ("no-overlap", "reduce gradients after backward instead of during it", cxxopts::value<bool>()->default_value("false"))
+      ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(d.grad_compression));
   o.add_options("checkpoints")
       ("checkpoint-dir", "write checkpoints here (rank 0); created if missing", s(""))
       ("checkpoint-every", "also checkpoint every this many steps (0 = only at the end of each epoch)", s("0"))
@@ -120,6 +125,7 @@ cxxopts::Options make_options() {
        cxxopts::value<bool>()->default_value("false"));
   o.add_options("outputs")
       ("metrics-file", "write per-epoch metrics as JSON Lines to this file", s(""))
+      ("timeline", "write a Chrome trace per rank (PATH, or PATH with .rank<r> before the extension)", s(""))
       ("save-weights", "write the final weights (safetensors) to this file", s(""))
       ("load-weights", "start from these weights (safetensors)", s(""))
       ("progress", "progress bar: auto (on a terminal), on or off", s(d.progress))
@@ -242,6 +248,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.global_batch_size = non_negative("global-batch-size");
   c.eval_batch_size = non_negative("eval-batch-size");
   c.target_accuracy = flt("target-accuracy");
+  c.eval = !r["no-eval"].as<bool>();
+  LS_CHECK_INPUT(c.eval || c.target_accuracy == 0.f, "--target-accuracy needs evaluation (drop --no-eval)");
   c.accumulate_steps = static_cast<int>(positive("accumulate-steps"));
   LS_CHECK_INPUT(c.accumulate_steps <= 4096, "--accumulate-steps: {} is more than 4096", c.accumulate_steps);
   LS_CHECK_INPUT(c.target_accuracy >= 0.f && c.target_accuracy <= 1.f, "--target-accuracy: {} must be in [0, 1]",
@@ -271,6 +279,11 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
                  "--fusion-threshold-mb: {} must be in (0, 4096]", c.fusion_threshold_mb);
+  c.first_bucket_mb = flt("first-bucket-mb");
+  LS_CHECK_INPUT(c.first_bucket_mb > 0.f && c.first_bucket_mb <= 4096.f, "--first-bucket-mb: {} must be in (0, 4096]",
+                 c.first_bucket_mb);
+  c.overlap = !r["no-overlap"].as<bool>();
+  c.grad_compression = one_of("grad-compression", str("grad-compression"), {"none", "fp16", "bf16"});
   c.checkpoint_dir = str("checkpoint-dir");
   c.checkpoint_every = non_negative("checkpoint-every");
   c.keep_checkpoints = static_cast<int>(positive("keep-checkpoints"));
@@ -278,6 +291,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
   c.metrics_file = str("metrics-file");
+  c.timeline = str("timeline");
   c.save_weights = str("save-weights");
   c.load_weights = str("load-weights");
   c.progress = one_of("progress", str("progress"), {"auto", "on", "off"});
@@ -292,6 +306,11 @@ void validate_train_config(const TrainConfig& c, bool rank0) {
   if (c.dataset != "synthetic")
     LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
   LS_CHECK_INPUT(c.device != "cuda", "--device cuda: this build has no CUDA device support yet (the GPU path is not implemented)");
+  if (!c.timeline.empty()) {  // every rank writes its own trace
+    const fs::path p(c.timeline);
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    LS_CHECK_INPUT(fs::is_directory(dir), "--timeline: directory {} does not exist", dir.string());
+  }
   if (!rank0) return;
   if (!c.checkpoint_dir.empty()) {
     const fs::path d(c.checkpoint_dir);
@@ -339,7 +358,8 @@ std::string config_json(const TrainConfig& c) {
                       {"lr_step_epochs", c.lr_step_epochs},
                       {"lr_gamma", c.lr_gamma},
                       {"seed", c.seed},
-                      {"grad_op", c.grad_op}};
+                      {"grad_op", c.grad_op},
+                      {"grad_compression", c.grad_compression}};
   return j.dump();
 }
 

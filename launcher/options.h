@@ -25,6 +25,7 @@ struct TrainConfig {
   int64_t eval_batch_size = 0;      // 0 = max(batch_size, 256)
   int accumulate_steps = 1;         // backward passes per optimizer step
   float target_accuracy = 0.f;      // stop after the epoch whose test accuracy reaches this (0 = off)
+  bool eval = true;                 // evaluate on the test set after each epoch (--no-eval: never)
   // optimisation
   std::string optimizer = "sgd";
   float lr = 0.05f;
@@ -41,6 +42,9 @@ struct TrainConfig {
   std::string device = "auto";
   std::string grad_op = "average";  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
+  float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
+  bool overlap = true;              // reduce buckets during backward (--no-overlap)
+  std::string grad_compression = "none";  // none | fp16 | bf16
   // checkpoints
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;     // steps; 0 = only at the end of each epoch
@@ -50,6 +54,7 @@ struct TrainConfig {
   std::string metrics_file;
   std::string save_weights;
   std::string load_weights;
+  std::string timeline;           // Chrome trace per rank
   std::string progress = "auto";  // auto | on | off
   std::string log_level = "info";
   bool log_all_ranks = false;

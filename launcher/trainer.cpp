@@ -109,10 +109,25 @@ void Trainer::setup() {
   oc.nesterov = c_.nesterov;
   oc.weight_decay = c_.weight_decay;
   opt_ = make_optimizer(model_->params(), oc);
+  if (!c_.timeline.empty())
+    timeline_ = std::make_unique<Timeline>(timeline_path_for_rank(c_.timeline, comm_.rank(), world), comm_.rank());
   DistributedOptions dopts;
   dopts.average = c_.grad_op == "average";
   dopts.bucket_bytes = static_cast<int64_t>(c_.fusion_threshold_mb * 1024.0 * 1024.0);
+  dopts.first_bucket_bytes = static_cast<int64_t>(c_.first_bucket_mb * 1024.0 * 1024.0);
+  dopts.overlap = c_.overlap;
+  dopts.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16
+                                                                                            : WireType::F32;
+  dopts.timeline = timeline_.get();
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, dopts);
+  Sequential& net = model_->net();
+  net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });
+  if (timeline_)
+    net.set_layer_observer([this, &net](size_t layer, Sequential::Phase phase, auto t0, auto t1) {
+      const bool fwd = phase == Sequential::Phase::Forward;
+      timeline_->span(fmt::format("{} {} {}", fwd ? "forward" : "backward", layer, net.layer(layer).describe()),
+                      fwd ? "forward" : "backward", Timeline::kCompute, t0, t1);
+    });
 
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
@@ -168,7 +183,9 @@ Fingerprint Trainer::fingerprint() const {
                                   sched_.step_every, sched_.gamma)},
       {"seed", std::to_string(c_.seed)},
       {"grad-op", c_.grad_op},
-      {"buckets", fmt::format("{:.3f} MB cap, {} buckets", c_.fusion_threshold_mb, dopt_->buckets().size())},
+      {"grad-compression", c_.grad_compression},
+      {"buckets", fmt::format("{:.3f} MB cap (first {:.3f} MB), {} buckets", c_.fusion_threshold_mb,
+                              c_.first_bucket_mb, dopt_->buckets().size())},
       {"target-accuracy", fmt::format("{}", c_.target_accuracy)},
       {"eval batch", std::to_string(eval_batch_)},
   };
@@ -262,7 +279,9 @@ TrainSummary Trainer::run() {
     auto tick = t_epoch;
     for (int64_t s = 0; s < steps_now; ++s) {
       for (int micro = 0; micro < K; ++micro) {
+        const auto t_wait = Clock::now();
         const Batch& b = loader.next();
+        if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
         const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro)};
         const Tensor& logits = net.forward(b.images, fctx);
         const LossStats ls = softmax_cross_entropy(logits, b.labels);
@@ -270,6 +289,7 @@ TrainSummary Trainer::run() {
                  ls.loss_sum, progress_.step);
         Tensor dlogits = net.output_grad();
         softmax_cross_entropy_backward(logits, b.labels, loss_scale, dlogits);
+        dopt_->begin_backward(micro == K - 1);  // buckets go out only during the last backward
         net.backward(BackwardContext{micro > 0});
         train.add(ls);
       }
@@ -283,6 +303,7 @@ TrainSummary Trainer::run() {
       if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
         measured_seconds += std::chrono::duration<double>(now - tick).count();
         measured_images += static_cast<double>(micro_batch_ * K * world);
+        sum.comm_wait_seconds += dopt_->last_comm_wait_seconds();
       }
       tick = now;
       // Every rank decides from the same counters, so checkpoints are taken at the same step.
@@ -293,15 +314,20 @@ TrainSummary Trainer::run() {
       bar.update(s + 1, train.mean_loss(), train.count * world / seconds_since(t_epoch), s + 1 == steps_now);
     }
     const double train_s = seconds_since(t_epoch);
+    if (timeline_) timeline_->flush();
     const Sums tr = train.reduced(comm_);
     const auto t_test = Clock::now();
-    const EvalResult test = evaluate();
+    const EvalResult test = c_.eval ? evaluate() : EvalResult{};
     const double test_s = seconds_since(t_test);
     bar.clear();
     const double ips = tr.count / train_s;
-    log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | (test) acc: {:.2f}%, loss: {:.3f} | {:.2f}s, {:.2f}s | {} img/s",
-               label, 100 * tr.acc(), tr.mean_loss(), 100 * test.acc, test.loss, train_s, test_s,
-               group_thousands(ips));
+    if (c_.eval)
+      log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | (test) acc: {:.2f}%, loss: {:.3f} | {:.2f}s, {:.2f}s | {} img/s",
+                 label, 100 * tr.acc(), tr.mean_loss(), 100 * test.acc, test.loss, train_s, test_s,
+                 group_thousands(ips));
+    else
+      log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | {:.2f}s | {} img/s", label, 100 * tr.acc(), tr.mean_loss(),
+                 train_s, group_thousands(ips));
     if (metrics)
       metrics->write({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
                       {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
@@ -322,6 +348,7 @@ TrainSummary Trainer::run() {
   }
   sum.steps = progress_.step;
   sum.images_per_sec = measured_seconds > 0 ? measured_images / measured_seconds : 0.0;
+  sum.measured_seconds = measured_seconds;
 
   // The seeds' summary: mean epoch times with the first epoch excluded (it pays for warm-up).
   const size_t first = train_times.size() > 1 ? 1 : 0;
@@ -336,7 +363,8 @@ TrainSummary Trainer::run() {
                               group_thousands(sum.images_per_sec / world), world)
                 : fmt::format("{} img/s", group_thousands(sum.images_per_sec));
   if (n > 0)
-    log_->info("Average time TRAIN {:.2f}s TEST {:.2f}s ({}) | {} after {} warm-up steps", tr / n, te / n,
+    log_->info("Average time TRAIN {:.2f}s{} ({}) | {} after {} warm-up steps", tr / n,
+               c_.eval ? fmt::format(" TEST {:.2f}s", te / n) : std::string(),
                first ? fmt::format("epochs {}-{}", epoch_numbers[first], epoch_numbers.back())
                      : fmt::format("epoch {}", epoch_numbers.front()),
                throughput, kWarmupSteps);
@@ -346,7 +374,10 @@ TrainSummary Trainer::run() {
                     {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
                     {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
                     {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
-                    {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()}});
+                    {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
+                    {"comm_wait_seconds", sum.comm_wait_seconds},
+                    {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
+                    {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}});
   if (rank0() && !c_.save_weights.empty()) {
     const auto [mean, std] = train_->input_normalization();
     save_weights(c_.save_weights, *model_,

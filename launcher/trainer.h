@@ -23,6 +23,7 @@
 #include "optim/schedule.h"
 #include "options.h"
 #include "preflight.h"
+#include "profiling/timeline.h"
 
 namespace lockstep {
 
@@ -33,7 +34,9 @@ struct TrainSummary {
   double test_acc = 0;
   double test_loss = 0;
   double train_seconds = 0;
-  bool reached_target = false;  // --target-accuracy reached (then training stopped early)
+  double comm_wait_seconds = 0;  // step() waiting for gradient reduction, same steps as images_per_sec
+  double measured_seconds = 0;   // training time those figures cover
+  bool reached_target = false;   // --target-accuracy reached (then training stopped early)
 };
 
 struct EvalResult {
@@ -70,6 +73,7 @@ class Trainer {
   LrSchedule sched_;
   TrainingProgress progress_;
   std::optional<std::string> resumed_from_;  // rank 0: the checkpoint loaded
+  std::unique_ptr<Timeline> timeline_;
   std::string build_id_;
 };
 

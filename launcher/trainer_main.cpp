@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
       return;
     }
     log = lockstep::make_logger(rank, world, config.log_all_ranks, spdlog::level::from_str(config.log_level));
+    if (!mpi->thread_multiple()) config.overlap = false;  // MPI calls must then stay on the main thread
     lockstep::validate_train_config(config, rank == 0);
     trainer = std::make_unique<lockstep::Trainer>(config, *comm, log);
     trainer->setup();
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
   if (code != 0) return code;
   if (exit_early) return 0;
   if (!mpi->thread_multiple())
-    log->info("MPI provides only {}: every MPI call stays on the main thread", mpi->thread_level_name());
+    log->info("MPI provides only {}: every MPI call stays on the main thread (no overlap)", mpi->thread_level_name());
 
   // 3 and 4: collective from here on.
   const Outcome run = capture([&] {

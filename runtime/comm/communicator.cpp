@@ -42,6 +42,39 @@ double allreduce_scalar(Communicator& comm, double v, ReduceOp op) {
   return t.data<double>()[0];
 }
 
+uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float bf16_to_float(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t float_to_f16(float f) {
+  const _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+
+float f16_to_float(uint16_t u) {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+
+void round_to_wire(Tensor& t, WireType wire) {
+  if (wire == WireType::F32) return;
+  for (float& v : t.span<float>()) v = wire == WireType::BF16 ? bf16_to_float(float_to_bf16(v)) : f16_to_float(float_to_f16(v));
+}
+
 void SingleProcessCommunicator::allreduce(Tensor& t, ReduceOp) {
   LS_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::F64 || t.dtype() == DType::I32 || t.dtype() == DType::I64,
            "allreduce of {} is not supported", dtype_name(t.dtype()));

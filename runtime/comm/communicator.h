@@ -14,6 +14,9 @@ namespace lockstep {
 
 enum class ReduceOp { Sum, Average, Min, Max };
 
+// How gradients travel: fp32, or rounded to 16 bits on the wire.
+enum class WireType { F32, F16, BF16 };
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -33,7 +36,25 @@ class Communicator {
   // rank order; out.numel() == size() * in.numel().
   virtual void allgather(const Tensor& in, Tensor& out) = 0;
   virtual void barrier() = 0;
+
+  // Sum of an F32 tensor over ranks, added in rank order (((x0 + x1) + x2) ...)
+  // for every element, whatever the tensor's size or position. So splitting a
+  // buffer into any number of calls gives bitwise the same sums, on every rank.
+  // With a 16-bit wire type every contribution and the result are rounded to
+  // 16 bits (sums accumulate in fp32); all ranks end with the same values.
+  virtual void allreduce_sum_ordered(Tensor& t, WireType wire) = 0;
+  // A communicator over the same ranks whose traffic never mixes with this
+  // one's (for a communication thread).
+  virtual std::unique_ptr<Communicator> duplicate() const = 0;
 };
+
+// Rounding to 16-bit formats and back (round to nearest even).
+uint16_t float_to_bf16(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_f16(float f);
+float f16_to_float(uint16_t h);
+// Rounds every value to the wire type and back, in place.
+void round_to_wire(Tensor& t, WireType wire);
 
 // Every rank's string, in rank order (two allgathers: lengths, then bytes).
 std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine);
@@ -55,6 +76,8 @@ class SingleProcessCommunicator final : public Communicator {
   void broadcast(Tensor& t, int root) override;
   void allgather(const Tensor& in, Tensor& out) override;
   void barrier() override {}
+  void allreduce_sum_ordered(Tensor& t, WireType wire) override { round_to_wire(t, wire); }
+  std::unique_ptr<Communicator> duplicate() const override { return std::make_unique<SingleProcessCommunicator>(); }
 };
 
 }  // namespace lockstep

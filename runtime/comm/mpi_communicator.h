@@ -27,12 +27,20 @@ class MpiCommunicator final : public Communicator {
   void broadcast(Tensor& t, int root) override;
   void allgather(const Tensor& in, Tensor& out) override;
   void barrier() override;
+  // Direct reduce-scatter (each rank sends every other rank that rank's chunk;
+  // the owner adds the N contributions in rank order), then an in-place
+  // allgather: bandwidth-optimal like a ring, and the order of every sum fixed.
+  // Not safe to call from two threads at once on one communicator.
+  void allreduce_sum_ordered(Tensor& t, WireType wire) override;
+  std::unique_ptr<Communicator> duplicate() const override;
 
   MPI_Comm handle() const { return comm_; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
+  Tensor recv_;  // persistent, pre-touched receive space for allreduce_sum_ordered
+  Tensor wire_;  // 16-bit copy of the tensor being reduced
 };
 
 }  // namespace lockstep

@@ -22,6 +22,7 @@ class Linear final : public Module {
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
   bool has_parameters() const override { return true; }
+  std::vector<const Parameter*> parameters() const override { return b_ ? std::vector<const Parameter*>{w_, b_} : std::vector<const Parameter*>{w_}; }
   int64_t forward_flops(const Shape& in) const override { return 2 * in[0] * in_ * out_; }
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }
@@ -46,6 +47,7 @@ class Conv2d final : public Module {
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
   bool has_parameters() const override { return true; }
+  std::vector<const Parameter*> parameters() const override { return b_ ? std::vector<const Parameter*>{w_, b_} : std::vector<const Parameter*>{w_}; }
   int64_t forward_flops(const Shape& in) const override;
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }

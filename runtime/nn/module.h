@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/rng.h"
 #include "nn/parameter_store.h"
@@ -63,6 +64,7 @@ class Module {
   // True when backward() reads y (ReLU does): then the next module may not overwrite it.
   virtual bool backward_reads_output() const { return false; }
   virtual bool has_parameters() const { return false; }
+  virtual std::vector<const Parameter*> parameters() const { return {}; }
   // Forward multiply-adds x2 per sample (for throughput reports); 0 if negligible.
   virtual int64_t forward_flops(const Shape& input) const { return 0; }
 };

@@ -135,7 +135,13 @@ void Sequential::backward(const BackwardContext& ctx) {
       layers_[k]->backward(x, acts_[k], dy, k > 0 ? &dx : nullptr, ctx);
       if (observer_) observer_(k, Phase::Backward, t0, Clock::now());
     }
-    if (hook_ && layers_[k]->has_parameters()) hook_(k);
+    if (hook_ && layers_[k]->has_parameters()) {
+      int64_t end = 0;  // end of this layer's parameters, alignment padding included
+      for (const Parameter* p : layers_[k]->parameters())
+        end = std::max(end, (p->offset + p->numel() + ParameterStore::kAlignElements - 1) /
+                                ParameterStore::kAlignElements * ParameterStore::kAlignElements);
+      hook_(end);
+    }
     dy = dx;
   }
 }

@@ -23,7 +23,10 @@ namespace lockstep {
 
 class Sequential {
  public:
-  using GradReadyHook = std::function<void(size_t layer)>;
+  // Called during backward each time more gradients are final: every element
+  // of the flat gradient buffer below `ready_end` is final (the store lays
+  // parameters out in reverse, so this prefix only grows).
+  using GradReadyHook = std::function<void(int64_t ready_end)>;
   enum class Phase { Forward, Backward };
   using Clock = std::chrono::steady_clock;
   // Called after each layer's forward/backward with its start and end times

@@ -5,7 +5,7 @@
 
 namespace lockstep {
 
-std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_bytes) {
+std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_bytes, int64_t first_bucket_bytes) {
   LS_CHECK(bucket_bytes > 0, "bucket size {} must be positive", bucket_bytes);
   // Parameter ranges in buffer order (reverse declaration order = backward order).
   std::vector<std::pair<int64_t, int64_t>> ranges;
@@ -13,11 +13,14 @@ std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_by
   std::sort(ranges.begin(), ranges.end());
   std::vector<Bucket> buckets;
   const int64_t cap = std::max<int64_t>(1, bucket_bytes / static_cast<int64_t>(sizeof(float)));
+  const int64_t first_cap =
+      first_bucket_bytes > 0 ? std::max<int64_t>(1, std::min(first_bucket_bytes, bucket_bytes) / 4) : cap;
   for (size_t i = 0; i < ranges.size(); ++i) {
     // A parameter's range runs to the next parameter's offset (alignment padding included).
     const int64_t begin = ranges[i].first;
     const int64_t end = i + 1 < ranges.size() ? ranges[i + 1].first : params.padded_numel();
-    if (!buckets.empty() && buckets.back().numel() + (end - begin) <= cap)
+    const int64_t limit = buckets.size() == 1 ? first_cap : cap;
+    if (!buckets.empty() && buckets.back().numel() + (end - begin) <= limit)
       buckets.back().end = end;
     else
       buckets.push_back({begin, end});
@@ -28,7 +31,14 @@ std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_by
 DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm,
                                            DistributedOptions options)
     : opt_(opt), params_(params), comm_(comm), options_(options),
-      buckets_(plan_buckets(params, options.bucket_bytes)) {}
+      reducer_(comm, params.grads(), plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes),
+               BucketReducer::Options{options.overlap, options.wire, options.timeline}) {}
+
+void DistributedOptimizer::begin_backward(bool last) {
+  if (last) reducer_.arm();
+}
+
+void DistributedOptimizer::on_gradients_ready(int64_t end) { reducer_.ready(end); }
 
 void DistributedOptimizer::broadcast_state(int root) {
   comm_.broadcast(params_.values(), root);
@@ -40,24 +50,25 @@ void DistributedOptimizer::broadcast_state(int root) {
 }
 
 void DistributedOptimizer::step(float lr) {
-  if (comm_.size() > 1) {
-    Tensor& grads = params_.grads();
-    for (const Bucket& b : buckets_) {
-      Tensor slice = grads.slice(b.begin, Shape{b.numel()});
-      comm_.allreduce(slice, ReduceOp::Sum);
-    }
-  }
+  reducer_.finish();
   const float scale = options_.average ? 1.f / static_cast<float>(comm_.size()) : 1.f;
+  const auto t0 = Timeline::Clock::now();
   opt_.step(lr, scale);
+  if (options_.timeline)
+    options_.timeline->span("optimizer step", "optimizer", Timeline::kCompute, t0, Timeline::Clock::now());
 }
 
 std::string DistributedOptimizer::describe() const {
-  int64_t largest = 0;
-  for (const Bucket& b : buckets_) largest = std::max(largest, b.numel());
-  return fmt::format("{} gradients over {} rank{} ({}), {} bucket{} (largest {:.2f} MB)",
+  std::string sizes;
+  const auto& buckets = reducer_.buckets();
+  for (size_t i = 0; i < buckets.size() && i < 8; ++i)
+    sizes += fmt::format("{}{:.2f}", i ? ", " : "", static_cast<double>(buckets[i].numel()) * 4 / 1e6);
+  if (buckets.size() > 8) sizes += ", ...";
+  const char* wire = options_.wire == WireType::F32 ? "fp32" : options_.wire == WireType::F16 ? "fp16" : "bf16";
+  return fmt::format("{} gradients over {} rank{} ({}); {} bucket{} of {} MB in backward order; {} on the wire; {}",
                      options_.average ? "averaging" : "summing", comm_.size(), comm_.size() == 1 ? "" : "s",
-                     comm_.backend(), buckets_.size(), buckets_.size() == 1 ? "" : "s",
-                     static_cast<double>(largest) * 4 / 1e6);
+                     comm_.backend(), buckets.size(), buckets.size() == 1 ? "" : "s", sizes, wire,
+                     reducer_.overlapping() ? "overlapped with backward" : "reduced after backward");
 }
 
 }  // namespace lockstep

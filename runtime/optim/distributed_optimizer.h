@@ -6,33 +6,39 @@
 //
 // Gradients are reduced in buckets: contiguous slices of the flat gradient
 // buffer in backward order (the last layer's gradients first), cut at
-// parameter boundaries and capped at `bucket_bytes`, identical on every rank.
-// Here all buckets are reduced when step() is called; the overlapped version
-// (buckets launched by the grad-ready hook during backward) changes only the
-// internals.
+// parameter boundaries, the first capped at `first_bucket_bytes` (so
+// communication starts early) and the others at `bucket_bytes`; the plan is a
+// pure function of the layout and identical on every rank. With overlap, the
+// grad-ready hook of the last backward before step() hands each bucket to a
+// communication thread as soon as its gradients are final (BucketReducer).
+//
+// Use per step:  begin_backward(last) before each backward (last = the
+// micro-batch whose gradients are reduced), on_gradients_ready from the
+// Sequential's grad-ready hook, step(lr) after the last backward.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "comm/bucket_reducer.h"
 #include "comm/communicator.h"
 #include "optim/optimizer.h"
 
 namespace lockstep {
 
 struct DistributedOptions {
-  bool average = true;                    // false: sum the gradients
+  bool average = true;                          // false: sum the gradients
   int64_t bucket_bytes = int64_t{25} << 20;
+  int64_t first_bucket_bytes = int64_t{1} << 20;
+  bool overlap = true;                          // reduce buckets during backward
+  WireType wire = WireType::F32;                // gradient compression on the wire
+  Timeline* timeline = nullptr;
 };
 
-struct Bucket {
-  int64_t begin = 0, end = 0;  // elements of the flat gradient buffer
-  int64_t numel() const { return end - begin; }
-};
-
-// Buckets over a parameter store (pure function of the layout and the cap).
-std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_bytes);
+// Buckets over a parameter store (pure function of the layout and the caps; a
+// first cap <= 0 means the same cap for every bucket).
+std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_bytes, int64_t first_bucket_bytes = 0);
 
 class DistributedOptimizer {
  public:
@@ -40,10 +46,18 @@ class DistributedOptimizer {
 
   // Every rank gets rank `root`'s parameters, optimizer state and step count.
   void broadcast_state(int root = 0);
-  // Reduce gradients over ranks, then apply one update with learning rate `lr`.
+  // Before each backward: `last` is true for the backward whose gradients
+  // step() reduces (with accumulation, only the K-th).
+  void begin_backward(bool last);
+  // From the grad-ready hook: gradients [0, end) of the flat buffer are final.
+  void on_gradients_ready(int64_t end);
+  // Reduce gradients over ranks (waiting for buckets already under way), then
+  // apply one update with learning rate `lr`.
   void step(float lr);
 
-  const std::vector<Bucket>& buckets() const { return buckets_; }
+  const std::vector<Bucket>& buckets() const { return reducer_.buckets(); }
+  // Seconds the last step() waited for communication (exposed communication).
+  double last_comm_wait_seconds() const { return reducer_.last_wait_seconds(); }
   std::string describe() const;
   Optimizer& optimizer() { return opt_; }
 
@@ -52,7 +66,7 @@ class DistributedOptimizer {
   ParameterStore& params_;
   Communicator& comm_;
   DistributedOptions options_;
-  std::vector<Bucket> buckets_;
+  BucketReducer reducer_;
 };
 
 }  // namespace lockstep

@@ -30,27 +30,25 @@ TEST_CASE("parameters are laid out in reverse declaration order, aligned", "[par
 TEST_CASE("gradients become final front-to-back in the flat buffer", "[params]") {
   auto model = models::build_model("lenet", {}, 1);
   Sequential& net = model->net();
-  // Each ready layer's parameters form one range of the flat buffer, and the
-  // ranges arrive in order, tiling [0, padded_numel).
-  int64_t next = 0;
-  size_t layers_ready = 0;
-  net.set_grad_ready_hook([&](size_t layer) {
-    int64_t lo = INT64_MAX, hi = 0;
-    for (const auto& p : model->params().params())
-      if (p.name.rfind("layers." + std::to_string(layer) + ".", 0) == 0) {
-        lo = std::min(lo, p.offset);
-        hi = std::max(hi, p.offset + (p.numel() + 15) / 16 * 16);
-      }
-    CHECK(lo == next);
-    next = hi;
-    ++layers_ready;
-  });
+  // The hook reports a growing prefix [0, end) of final gradients, one call per
+  // layer with parameters, ending at the whole buffer; every end is where the
+  // next parameter starts.
+  std::vector<int64_t> ends;
+  net.set_grad_ready_hook([&](int64_t end) { ends.push_back(end); });
   Tensor x = Tensor::zeros(model->batch_shape(2));
   net.forward(x, {});
   net.output_grad().fill(0.1f);
   net.backward({});
-  CHECK(layers_ready == 4);
-  CHECK(next == model->params().padded_numel());
+  REQUIRE(ends.size() == 4);
+  CHECK(std::is_sorted(ends.begin(), ends.end()));
+  CHECK(ends.back() == model->params().padded_numel());
+  for (size_t i = 0; i + 1 < ends.size(); ++i) {
+    bool boundary = false;
+    for (const auto& p : model->params().params()) boundary = boundary || p.offset == ends[i];
+    CHECK(boundary);
+  }
+  // The last layer's parameters come first.
+  CHECK(model->params().find("layers.9.bias")->offset == 0);
 }
 
 TEST_CASE("the planner fuses ReLU into Conv2d/Linear and runs Dropout in place only when safe", "[params]") {

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Communication benchmarks at 2 ranks on this machine (build/ binaries):
+#   1. allreduce sweep, nccl-tests style, 4 B to 256 MB: MPI_Allreduce and
+#      lockstep's ordered allreduce (the bucket path's algorithm);
+#   2. fusion: per-tensor MPI_Allreduce vs lockstep buckets vs one raw
+#      MPI_Allreduce, on ResNet-50's layout and on 4,000 small tensors;
+#   3. step: training step time for lenet and convnet at N=1 and at N=2 with
+#      overlap on and off (same per-rank batch, synthetic data, no evaluation),
+#      and the exposed communication (time step() waited for reductions).
+# Last line: JSON with bucket_vs_raw, bucket_vs_per_tensor,
+# busbw_256mb_over_4mb and exposed_comm_fraction (the worse of the two models).
+# usage: scripts/bench_comm.sh [--reps 5]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${BUILD_DIR:-$ROOT/build}"
+REPS=5
+[[ ${1:-} == --reps ]] && REPS=$2
+"$ROOT/scripts/build.sh" > /dev/null
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; $(mpirun --version | head -1)"
+
+echo; echo "== 1. allreduce sweep, 2 ranks"
+for path in mpi lockstep; do
+  mpirun -np 2 "$BUILD/bench_allreduce" -b 4 -e 256M -f 2 -w 5 -n 20 --path $path | tee "$WORK/sweep-$path.txt" | grep -v '^{'
+done
+
+echo; echo "== 2. fusion, 2 ranks"
+mpirun -np 2 "$BUILD/bench_fusion" --reps 15 | tee "$WORK/fusion.txt" | grep -v '^{'
+
+echo; echo "== 3. step time, $REPS rounds"
+step_run() {  # model batch steps ranks [flags]: prints "images/s-per-rank exposed-fraction"
+  local model=$1 batch=$2 steps=$3 n=$4; shift 4
+  mpirun -np "$n" "$BUILD/trainer" --model "$model" --dataset synthetic --no-eval --batch-size "$batch" \
+    --max-steps "$steps" --threads 1 --progress off --metrics-file "$WORK/m.jsonl" "$@" > /dev/null
+  python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1])][-1]; print(d["images_per_sec_per_rank"], d["exposed_comm_fraction"])' "$WORK/m.jsonl"
+}
+results=()
+for spec in "lenet 128 200" "convnet 32 12"; do
+  set -- $spec
+  model=$1 batch=$2 steps=$3
+  one=() two=() two_no=() exp=() exp_no=()
+  for ((r = 1; r <= REPS; ++r)); do
+    read -r a _ < <(step_run "$model" "$batch" "$steps" 1)
+    read -r b e < <(step_run "$model" "$batch" "$steps" 2)
+    read -r c f < <(step_run "$model" "$batch" "$steps" 2 --no-overlap)
+    one+=("$a"); two+=("$b"); two_no+=("$c"); exp+=("$e"); exp_no+=("$f")
+    printf '  %s round %d: step %.1f ms (N=1), %.1f ms (N=2 overlap, %.2f%% exposed), %.1f ms (N=2 no overlap, %.2f%% exposed)\n' \
+      "$model" "$r" "$(python3 -c "print(1e3*$batch/$a)")" "$(python3 -c "print(1e3*$batch/$b)")" \
+      "$(python3 -c "print(100*$e)")" "$(python3 -c "print(1e3*$batch/$c)")" "$(python3 -c "print(100*$f)")"
+  done
+  results+=("$(python3 - "$model" "$batch" "${one[*]}" "${two[*]}" "${two_no[*]}" "${exp[*]}" "${exp_no[*]}" <<'PY'
+import json, statistics, sys
+model, batch = sys.argv[1], int(sys.argv[2])
+one, two, two_no, exp, exp_no = ([float(v) for v in a.split()] for a in sys.argv[3:8])
+ms = lambda ips: 1e3 * batch / statistics.median(ips)
+print(json.dumps({"model": model, "batch_per_rank": batch, "step_ms_n1": round(ms(one), 2),
+                  "step_ms_n2_overlap": round(ms(two), 2), "step_ms_n2_no_overlap": round(ms(two_no), 2),
+                  "exposed_comm_fraction": statistics.median(exp), "exposed_comm_fraction_no_overlap": statistics.median(exp_no),
+                  "n2_over_n1_step": round(ms(two) / ms(one), 3)}))
+PY
+)")
+  echo "  ${results[-1]}"
+done
+
+python3 - "$WORK/sweep-mpi.txt" "$WORK/sweep-lockstep.txt" "$WORK/fusion.txt" "${results[@]}" <<'PY'
+import json, sys
+last = lambda path: json.loads([l for l in open(path) if l.startswith("{")][-1])
+mpi, ours, fusion = last(sys.argv[1]), last(sys.argv[2]), last(sys.argv[3])
+steps = [json.loads(a) for a in sys.argv[4:]]
+out = {"bench": "comm", "ranks": 2,
+       "bucket_vs_raw": round(fusion["resnet50"]["bucket_vs_raw"], 3),
+       "bucket_vs_raw_ordered": round(fusion["resnet50"]["bucket_vs_raw_ordered"], 3),
+       "bucket_vs_per_tensor": round(fusion["many_small"]["bucket_vs_per_tensor"], 3),
+       "busbw_256mb_over_4mb": ours["busbw_256mb_over_4mb"],
+       "busbw_256mb_over_4mb_mpi": mpi["busbw_256mb_over_4mb"],
+       "exposed_comm_fraction": max(s["exposed_comm_fraction"] for s in steps),
+       "fusion": fusion, "steps": steps}
+print(json.dumps(out))
+PY
