@@ -111,24 +111,6 @@ void Trainer::setup() {
   opt_ = make_optimizer(model_->params(), oc);
   if (!c_.timeline.empty())
     timeline_ = std::make_unique<Timeline>(timeline_path_for_rank(c_.timeline, comm_.rank(), world), comm_.rank());
-  DistributedOptions dopts;
-  dopts.average = c_.grad_op == "average";
-  dopts.bucket_bytes = static_cast<int64_t>(c_.fusion_threshold_mb * 1024.0 * 1024.0);
-  dopts.first_bucket_bytes = static_cast<int64_t>(c_.first_bucket_mb * 1024.0 * 1024.0);
-  dopts.overlap = c_.overlap;
-  dopts.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16
-                                                                                            : WireType::F32;
-  dopts.timeline = timeline_.get();
-  dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, dopts);
-  Sequential& net = model_->net();
-  net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });
-  if (timeline_)
-    net.set_layer_observer([this, &net](size_t layer, Sequential::Phase phase, auto t0, auto t1) {
-      const bool fwd = phase == Sequential::Phase::Forward;
-      timeline_->span(fmt::format("{} {} {}", fwd ? "forward" : "backward", layer, net.layer(layer).describe()),
-                      fwd ? "forward" : "backward", Timeline::kCompute, t0, t1);
-    });
-
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
   steps_per_epoch_ = sampler_->steps_per_epoch();
@@ -185,13 +167,38 @@ Fingerprint Trainer::fingerprint() const {
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
       {"buckets", fmt::format("{:.3f} MB cap (first {:.3f} MB), {} buckets", c_.fusion_threshold_mb,
-                              c_.first_bucket_mb, dopt_->buckets().size())},
+                              c_.first_bucket_mb,
+                              plan_buckets(model_->params(), distributed_options().bucket_bytes,
+                                           distributed_options().first_bucket_bytes)
+                                  .size())},
       {"target-accuracy", fmt::format("{}", c_.target_accuracy)},
       {"eval batch", std::to_string(eval_batch_)},
   };
 }
 
+DistributedOptions Trainer::distributed_options() const {
+  DistributedOptions o;
+  o.average = c_.grad_op == "average";
+  o.bucket_bytes = static_cast<int64_t>(c_.fusion_threshold_mb * 1024.0 * 1024.0);
+  o.first_bucket_bytes = static_cast<int64_t>(c_.first_bucket_mb * 1024.0 * 1024.0);
+  o.overlap = c_.overlap;
+  o.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16 : WireType::F32;
+  o.timeline = timeline_.get();
+  return o;
+}
+
 void Trainer::start() {
+  // Collective: the distributed optimizer maps shared gradient memory when the
+  // ranks share a host.
+  dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
+  Sequential& net = model_->net();
+  net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });
+  if (timeline_)
+    net.set_layer_observer([this, &net](size_t layer, Sequential::Phase phase, auto t0, auto t1) {
+      const bool fwd = phase == Sequential::Phase::Forward;
+      timeline_->span(fmt::format("{} {} {}", fwd ? "forward" : "backward", layer, net.layer(layer).describe()),
+                      fwd ? "forward" : "backward", Timeline::kCompute, t0, t1);
+    });
   dopt_->broadcast_state(0);
   Tensor p = Tensor::zeros(Shape{3}, DType::I64);
   int64_t* v = p.data<int64_t>();

@@ -3,8 +3,10 @@
 //   setup()  local work only, no collectives: threads, data, model, optimizer;
 //            on rank 0 also --load-weights and --resume. May throw InputError.
 //   fingerprint()  what must agree across ranks (see preflight.h).
-//   start()  collective: rank 0's parameters, optimizer state and progress to
-//            every rank, so replicas start identical.
+//   start()  collective: builds the distributed optimizer (shared gradient
+//            memory among the ranks of a host), then rank 0's parameters,
+//            optimizer state and progress go to every rank, so replicas start
+//            identical.
 //   run()    collective: the training loop. Every rank runs the same number of
 //            steps; metrics are reduced over ranks; rank 0 alone logs at info,
 //            writes metrics, checkpoints and weights.
@@ -57,6 +59,7 @@ class Trainer {
   EvalResult evaluate();
   bool rank0() const { return comm_.rank() == 0; }
   void checkpoint();
+  DistributedOptions distributed_options() const;
 
   const TrainConfig& c_;
   Communicator& comm_;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Communication benchmarks at 2 ranks on this machine (build/ binaries):
-#   1. allreduce sweep, nccl-tests style, 4 B to 256 MB: MPI_Allreduce and
-#      lockstep's ordered allreduce (the bucket path's algorithm);
+#   1. allreduce sweep, nccl-tests style, 4 B to 256 MB: MPI_Allreduce,
+#      lockstep's ordered allreduce over messages, and lockstep's shared-memory
+#      path (what buckets use when all ranks share a host);
 #   2. fusion: per-tensor MPI_Allreduce vs lockstep buckets vs one raw
 #      MPI_Allreduce, on ResNet-50's layout and on 4,000 small tensors;
 #   3. step: training step time for lenet and convnet at N=1 and at N=2 with
@@ -22,7 +23,7 @@ trap 'rm -rf "$WORK"' EXIT
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; $(mpirun --version | head -1)"
 
 echo; echo "== 1. allreduce sweep, 2 ranks"
-for path in mpi lockstep; do
+for path in mpi ordered shm; do
   mpirun -np 2 "$BUILD/bench_allreduce" -b 4 -e 256M -f 2 -w 5 -n 20 --path $path | tee "$WORK/sweep-$path.txt" | grep -v '^{'
 done
 
@@ -64,17 +65,18 @@ PY
   echo "  ${results[-1]}"
 done
 
-python3 - "$WORK/sweep-mpi.txt" "$WORK/sweep-lockstep.txt" "$WORK/fusion.txt" "${results[@]}" <<'PY'
+python3 - "$WORK/sweep-mpi.txt" "$WORK/sweep-ordered.txt" "$WORK/sweep-shm.txt" "$WORK/fusion.txt" "${results[@]}" <<'PY'
 import json, sys
 last = lambda path: json.loads([l for l in open(path) if l.startswith("{")][-1])
-mpi, ours, fusion = last(sys.argv[1]), last(sys.argv[2]), last(sys.argv[3])
-steps = [json.loads(a) for a in sys.argv[4:]]
+mpi, ordered, ours, fusion = last(sys.argv[1]), last(sys.argv[2]), last(sys.argv[3]), last(sys.argv[4])
+steps = [json.loads(a) for a in sys.argv[5:]]
 out = {"bench": "comm", "ranks": 2,
        "bucket_vs_raw": round(fusion["resnet50"]["bucket_vs_raw"], 3),
        "bucket_vs_raw_ordered": round(fusion["resnet50"]["bucket_vs_raw_ordered"], 3),
        "bucket_vs_per_tensor": round(fusion["many_small"]["bucket_vs_per_tensor"], 3),
        "busbw_256mb_over_4mb": ours["busbw_256mb_over_4mb"],
        "busbw_256mb_over_4mb_mpi": mpi["busbw_256mb_over_4mb"],
+       "busbw_256mb_over_4mb_ordered": ordered["busbw_256mb_over_4mb"],
        "exposed_comm_fraction": max(s["exposed_comm_fraction"] for s in steps),
        "fusion": fusion, "steps": steps}
 print(json.dumps(out))

@@ -3,10 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
+
 namespace lockstep {
 
 BucketReducer::BucketReducer(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, Options options)
     : comm_(comm), grads_(std::move(grads)), buckets_(std::move(buckets)), options_(options) {
+  LS_CHECK(!options_.shm || options_.wire == WireType::F32, "shared-memory reduction is fp32 only");
   if (options_.overlap && comm_.size() > 1) {
     thread_comm_ = comm_.duplicate();
     thread_ = std::thread([this] { run(); });
@@ -26,12 +29,20 @@ BucketReducer::~BucketReducer() {
 void BucketReducer::reduce(size_t b, Communicator& comm) {
   const Bucket& bucket = buckets_[b];
   const auto t0 = Timeline::Clock::now();
-  Tensor slice = grads_.slice(bucket.begin, Shape{bucket.numel()});
-  comm.allreduce_sum_ordered(slice, options_.wire);
+  if (options_.shm) {
+    options_.shm->reduce(bucket.begin, bucket.end);
+  } else {
+    Tensor slice = grads_.slice(bucket.begin, Shape{bucket.numel()});
+    comm.allreduce_sum_ordered(slice, options_.wire);
+  }
   if (options_.timeline)
     options_.timeline->span(fmt::format("allreduce bucket {}", b), "allreduce",
                             overlapping() ? Timeline::kComm : Timeline::kCompute, t0, Timeline::Clock::now(),
                             fmt::format(R"({{"bucket":{},"bytes":{}}})", b, bucket.numel() * 4));
+}
+
+void BucketReducer::quiesce() {
+  if (options_.shm) options_.shm->wait_readers();
 }
 
 void BucketReducer::arm() {
@@ -74,6 +85,9 @@ void BucketReducer::finish() {
     armed_ = false;
     if (error_) std::rethrow_exception(error_);
   }
+  // With shared memory the other ranks read this rank's gradients: return only
+  // once they are done, so nothing (a backward, a user) can overwrite them early.
+  quiesce();
   last_wait_ = std::chrono::duration<double>(Timeline::Clock::now() - t0).count();
 }
 

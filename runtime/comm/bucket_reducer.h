@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/shm_allreduce.h"
 #include "profiling/timeline.h"
 
 namespace lockstep {
@@ -33,6 +34,7 @@ class BucketReducer {
     bool overlap = true;
     WireType wire = WireType::F32;
     Timeline* timeline = nullptr;  // not owned; may be null
+    ShmAllreduce* shm = nullptr;   // not owned; when set (fp32 only), buckets are summed through shared memory
   };
 
   BucketReducer(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, Options options);
@@ -40,12 +42,16 @@ class BucketReducer {
   BucketReducer(const BucketReducer&) = delete;
   BucketReducer& operator=(const BucketReducer&) = delete;
 
+  // Before any backward writes gradients: waits until the other ranks have
+  // finished reading this rank's gradients of the last step (shared memory only).
+  void quiesce();
   // Start of the backward pass whose gradients will be reduced.
   void arm();
   // Gradients [0, end) are final: hand every complete bucket to the thread.
   void ready(int64_t end);
   // All gradients final: reduce what is left and wait until every bucket is
-  // done. Rethrows an error from the communication thread.
+  // done (with shared memory, also until the other ranks have read this
+  // rank's gradients). Rethrows an error from the communication thread.
   void finish();
   // Seconds the last finish() waited for communication (exposed communication).
   double last_wait_seconds() const { return last_wait_; }

@@ -46,6 +46,20 @@ class Communicator {
   // A communicator over the same ranks whose traffic never mixes with this
   // one's (for a communication thread).
   virtual std::unique_ptr<Communicator> duplicate() const = 0;
+  // Collective over the ranks of this host: memory every one of them can
+  // read and write (`bytes` per rank, zero-filled). Null when the backend has
+  // none or the ranks span several hosts.
+  virtual std::shared_ptr<class SharedMemory> allocate_shared(int64_t bytes) { return nullptr; }
+};
+
+// Memory shared by the ranks of one host: each rank's own block and a view of
+// every other rank's. Freed when the last owner lets go.
+class SharedMemory {
+ public:
+  virtual ~SharedMemory() = default;
+  virtual int ranks() const = 0;       // ranks sharing it (all ranks of the communicator)
+  virtual int64_t bytes() const = 0;   // per rank
+  virtual void* block(int rank) = 0;   // rank's block, mapped in this process
 };
 
 // Rounding to 16-bit formats and back (round to nearest even).

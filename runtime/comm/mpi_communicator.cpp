@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "comm/mpi_session.h"
+#include "comm/ordered_sum.h"
 #include "ops/simd.h"
 
 namespace lockstep {
@@ -157,21 +158,48 @@ std::unique_ptr<Communicator> MpiCommunicator::duplicate() const { return std::m
 
 namespace {
 
-// out[i] = ((s[0][i] + s[1][i]) + s[2][i]) + ... for the n values of a chunk;
-// `out` may be one of the sources (element-wise in place is safe).
-LS_SIMD_CLONES void sum_in_order(const float* const* s, int count, int64_t n, float* out) {
-  if (count == 2) {
-    const float* a = s[0];
-    const float* b = s[1];
-    for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-    return;
+// An MPI shared-memory window: one block per rank, all mapped in every rank.
+class MpiSharedMemory final : public SharedMemory {
+ public:
+  MpiSharedMemory(MPI_Comm comm, int64_t bytes) : bytes_(bytes) {
+    LS_MPI(MPI_Comm_size(comm, &ranks_));
+    void* base = nullptr;
+    // Round blocks to 4 KiB so ranks' blocks never share a page (or a cache line).
+    const int64_t rounded = (bytes + 4095) / 4096 * 4096;
+    LS_MPI(MPI_Win_allocate_shared(static_cast<MPI_Aint>(rounded), 1, MPI_INFO_NULL, comm, &base, &win_));
+    blocks_.resize(static_cast<size_t>(ranks_));
+    for (int r = 0; r < ranks_; ++r) {
+      MPI_Aint size = 0;
+      int disp = 0;
+      LS_MPI(MPI_Win_shared_query(win_, r, &size, &disp, &blocks_[static_cast<size_t>(r)]));
+    }
+    std::memset(base, 0, static_cast<size_t>(rounded));
+    LS_MPI(MPI_Barrier(comm));  // everyone zeroed before anyone uses
   }
-  for (int64_t i = 0; i < n; ++i) {
-    float acc = s[0][i];
-    for (int r = 1; r < count; ++r) acc += s[r][i];
-    out[i] = acc;
+  ~MpiSharedMemory() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Win_free(&win_);
   }
+  int ranks() const override { return ranks_; }
+  int64_t bytes() const override { return bytes_; }
+  void* block(int rank) override { return blocks_[static_cast<size_t>(rank)]; }
+
+ private:
+  MPI_Win win_ = MPI_WIN_NULL;
+  int ranks_ = 0;
+  int64_t bytes_;
+  std::vector<void*> blocks_;
+};
+
+}  // namespace
+
+std::shared_ptr<SharedMemory> MpiCommunicator::allocate_shared(int64_t bytes) {
+  if (nodes_ != 1 || local_size_ != size_) return nullptr;
+  return std::make_shared<MpiSharedMemory>(comm_, bytes);
 }
+
+namespace {
 
 template <typename Conv>
 void convert_range(int64_t n, Conv&& conv) {
@@ -251,7 +279,7 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
     // of an element before writing it.
     for (int r = 0; r < N; ++r)
       src[static_cast<size_t>(r)] = r == me ? out : reinterpret_cast<const float*>(slots + r * largest * esize);
-    sum_in_order(src.data(), N, mine, out);
+    sum_in_rank_order(src.data(), N, mine, out);
   } else {
     float* wide = reinterpret_cast<float*>(slots + N * largest * esize);
     for (int r = 0; r < N; ++r) {
@@ -263,7 +291,7 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
         convert_range(mine, [&](int64_t i) { f[i] = f16_to_float(h[i]); });
       src[static_cast<size_t>(r)] = f;
     }
-    sum_in_order(src.data(), N, mine, out);
+    sum_in_rank_order(src.data(), N, mine, out);
     uint16_t* o16 = w16 + first(me);
     if (wire == WireType::BF16)
       convert_range(mine, [&](int64_t i) { o16[i] = float_to_bf16(out[i]); });

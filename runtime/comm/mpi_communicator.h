@@ -33,6 +33,8 @@ class MpiCommunicator final : public Communicator {
   // Not safe to call from two threads at once on one communicator.
   void allreduce_sum_ordered(Tensor& t, WireType wire) override;
   std::unique_ptr<Communicator> duplicate() const override;
+  // MPI_Win_allocate_shared over this communicator when all ranks share a host.
+  std::shared_ptr<SharedMemory> allocate_shared(int64_t bytes) override;
 
   MPI_Comm handle() const { return comm_; }
 

@@ -31,6 +31,15 @@ void ParameterStore::finalize(std::shared_ptr<Allocator> allocator) {
   finalized_ = true;
 }
 
+void ParameterStore::rebind_grads(Tensor buffer) {
+  LS_CHECK(finalized_, "rebind_grads before finalize");
+  LS_CHECK(buffer.dtype() == DType::F32 && buffer.numel() == padded_numel_, "gradient buffer must be F32 [{}], got {} {}",
+           padded_numel_, dtype_name(buffer.dtype()), buffer.shape().str());
+  buffer.copy_from(grads_);
+  grads_ = std::move(buffer);
+  for (auto& p : params_) p.grad = grads_.slice(p.offset, p.shape);
+}
+
 const Parameter* ParameterStore::find(const std::string& name) const {
   for (const auto& p : params_)
     if (p.name == name) return &p;

@@ -35,6 +35,9 @@ class ParameterStore {
   // store's lifetime; its tensors are bound by finalize().
   Parameter* declare(std::string name, const Shape& shape, bool decay = true);
   void finalize(std::shared_ptr<Allocator> allocator = cpu_allocator());
+  // Moves the gradients into `buffer` ([padded_numel] F32, e.g. memory shared
+  // with other processes) and rebinds every parameter's gradient view to it.
+  void rebind_grads(Tensor buffer);
   bool finalized() const { return finalized_; }
 
   // All parameters in declaration (forward) order.

@@ -28,13 +28,32 @@ std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_by
   return buckets;
 }
 
+namespace {
+
+// Collective. With every rank on one host, maps a shared block per rank for
+// the gradients and moves this rank's gradient buffer into it.
+std::unique_ptr<ShmAllreduce> share_gradients(ParameterStore& params, Communicator& comm, const DistributedOptions& o) {
+  if (!o.shared_memory || o.wire != WireType::F32 || comm.size() == 1) return nullptr;
+  const int64_t bytes = ShmAllreduce::kHeaderBytes + params.padded_numel() * static_cast<int64_t>(sizeof(float));
+  std::shared_ptr<SharedMemory> mem = comm.allocate_shared(bytes);
+  if (!mem) return nullptr;
+  auto shm = std::make_unique<ShmAllreduce>(mem, comm.rank());
+  auto alloc = std::make_shared<BorrowedAllocator>(shm->data(comm.rank()),
+                                                   static_cast<size_t>(params.padded_numel()) * sizeof(float), mem);
+  params.rebind_grads(Tensor::zeros(Shape{params.padded_numel()}, DType::F32, alloc));
+  return shm;
+}
+
+}  // namespace
+
 DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm,
                                            DistributedOptions options)
-    : opt_(opt), params_(params), comm_(comm), options_(options),
+    : opt_(opt), params_(params), comm_(comm), options_(options), shm_(share_gradients(params, comm, options)),
       reducer_(comm, params.grads(), plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes),
-               BucketReducer::Options{options.overlap, options.wire, options.timeline}) {}
+               BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get()}) {}
 
 void DistributedOptimizer::begin_backward(bool last) {
+  reducer_.quiesce();
   if (last) reducer_.arm();
 }
 
@@ -67,7 +86,8 @@ std::string DistributedOptimizer::describe() const {
   const char* wire = options_.wire == WireType::F32 ? "fp32" : options_.wire == WireType::F16 ? "fp16" : "bf16";
   return fmt::format("{} gradients over {} rank{} ({}); {} bucket{} of {} MB in backward order; {} on the wire; {}",
                      options_.average ? "averaging" : "summing", comm_.size(), comm_.size() == 1 ? "" : "s",
-                     comm_.backend(), buckets.size(), buckets.size() == 1 ? "" : "s", sizes, wire,
+                     shm_ ? comm_.backend() + ", shared memory" : comm_.backend(), buckets.size(),
+                     buckets.size() == 1 ? "" : "s", sizes, wire,
                      reducer_.overlapping() ? "overlapped with backward" : "reduced after backward");
 }
 

@@ -33,6 +33,7 @@ struct DistributedOptions {
   int64_t first_bucket_bytes = int64_t{1} << 20;
   bool overlap = true;                          // reduce buckets during backward
   WireType wire = WireType::F32;                // gradient compression on the wire
+  bool shared_memory = true;                    // ranks on one host sum through shared memory (fp32)
   Timeline* timeline = nullptr;
 };
 
@@ -42,6 +43,9 @@ std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_by
 
 class DistributedOptimizer {
  public:
+  // Collective: every rank constructs it at the same point (with shared memory
+  // it maps the host's gradient buffers together and moves this rank's
+  // gradients into its block).
   DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm, DistributedOptions options = {});
 
   // Every rank gets rank `root`'s parameters, optimizer state and step count.
@@ -59,6 +63,7 @@ class DistributedOptimizer {
   // Seconds the last step() waited for communication (exposed communication).
   double last_comm_wait_seconds() const { return reducer_.last_wait_seconds(); }
   std::string describe() const;
+  bool shared_memory() const { return shm_ != nullptr; }
   Optimizer& optimizer() { return opt_; }
 
  private:
@@ -66,6 +71,7 @@ class DistributedOptimizer {
   ParameterStore& params_;
   Communicator& comm_;
   DistributedOptions options_;
+  std::unique_ptr<ShmAllreduce> shm_;  // before reducer_, which points at it
   BucketReducer reducer_;
 };
 

@@ -24,6 +24,11 @@ std::shared_ptr<Allocator> cpu_allocator() {
   return allocator;
 }
 
+void* BorrowedAllocator::allocate(size_t nbytes) {
+  LS_CHECK(nbytes <= bytes_, "borrowed block of {} bytes cannot hold {}", bytes_, nbytes);
+  return block_;
+}
+
 Storage::Storage(std::shared_ptr<Allocator> allocator, size_t nbytes)
     : allocator_(std::move(allocator)), nbytes_(nbytes), data_(allocator_->allocate(nbytes)) {}
 

@@ -29,6 +29,22 @@ class CpuAllocator final : public Allocator {
 // A shared, stateless CPU allocator (no global state behind it).
 std::shared_ptr<Allocator> cpu_allocator();
 
+// Hands out one block of memory someone else owns (e.g. a shared-memory
+// window), keeping `owner` alive while any tensor uses the block.
+class BorrowedAllocator final : public Allocator {
+ public:
+  BorrowedAllocator(void* block, size_t bytes, std::shared_ptr<void> owner)
+      : block_(block), bytes_(bytes), owner_(std::move(owner)) {}
+  void* allocate(size_t nbytes) override;
+  void deallocate(void*, size_t) override {}
+  Device device() const override { return Device::cpu(); }
+
+ private:
+  void* block_;
+  size_t bytes_;
+  std::shared_ptr<void> owner_;
+};
+
 // A block of bytes owned by one allocator; freed when the last tensor using it goes.
 class Storage {
  public:

@@ -4,8 +4,10 @@
 // of fp32 data; columns size, count, time (us, median over ranks' max),
 // algbw = size / time, busbw = algbw * 2(N-1)/N (GB/s), and #wrong: elements
 // that differ from the closed-form sum (inputs are small integers, exact in
-// fp32). --path mpi is MPI_Allreduce; lockstep is the bucket path's ordered
-// allreduce. The buffer is allocated once and touched before timing.
+// fp32). --path mpi is MPI_Allreduce; ordered is lockstep's message-passing
+// ordered allreduce; shm is lockstep's shared-memory path (ranks on one host;
+// the buffer then lives in the host's shared window). The buffer is allocated
+// once and touched before timing.
 // Last line: JSON.
 #include <algorithm>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "comm/mpi_session.h"
+#include "comm/shm_allreduce.h"
 #include "core/error.h"
 
 using namespace lockstep;
@@ -49,7 +52,16 @@ int main(int argc, char** argv) {
   }
   const int rank = comm->rank(), N = comm->size();
   const int64_t max_count = std::max<int64_t>(1, hi / 4);
-  Tensor buf = Tensor::zeros(Shape{max_count});  // zero-filled: every page touched
+  Tensor buf;
+  std::unique_ptr<ShmAllreduce> shm;
+  if (path == "shm") {
+    auto mem = comm->allocate_shared(ShmAllreduce::kHeaderBytes + max_count * 4);
+    LS_CHECK(mem != nullptr, "--path shm needs every rank on one host");
+    shm = std::make_unique<ShmAllreduce>(mem, rank);
+    buf = Tensor::zeros(Shape{max_count}, DType::F32, std::make_shared<BorrowedAllocator>(shm->data(rank), max_count * 4, mem));
+  } else {
+    buf = Tensor::zeros(Shape{max_count});  // zero-filled: every page touched
+  }
   if (rank == 0) {
     std::printf("# lockstep allreduce sweep: %d ranks, path %s, fp32 sum in place, %d warm-up + %d timed\n", N,
                 path.c_str(), warmup, iters);
@@ -65,10 +77,14 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < count; ++i) p[i] = static_cast<float>((rank + i) % 7);
     };
     auto run = [&] {
-      if (path == "mpi")
+      if (path == "mpi") {
         comm->allreduce(t, ReduceOp::Sum);
-      else
+      } else if (shm) {
+        shm->reduce(0, count);
+        shm->wait_readers();  // as before the next write to the buffer
+      } else {
         comm->allreduce_sum_ordered(t, WireType::F32);
+      }
     };
     for (int i = 0; i < warmup; ++i) run();
     std::vector<double> times;

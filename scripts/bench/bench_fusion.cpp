@@ -3,9 +3,11 @@
 // Layouts: ResNet-50's 161 parameter tensors (25.6 M values) and 4,000 small
 // tensors (64 to 2,048 values, the sizes of biases and normalisation scales). For each, interleaved over
 // --reps rounds: one MPI_Allreduce per tensor (no fusion), lockstep's bucket
-// path (BucketReducer over the flat gradient buffer, in place), one raw
-// MPI_Allreduce of the whole buffer, and one ordered allreduce of the whole
-// buffer (the bucket path's algorithm without buckets). Times are the slowest
+// path (BucketReducer over the flat gradient buffer, in place) through shared
+// memory — what the trainer uses when all ranks share a host — and through
+// messages, one raw MPI_Allreduce of the whole buffer, and one ordered
+// allreduce of the whole buffer (the message path's algorithm without buckets).
+// bucket_vs_* use the shared-memory path when the ranks share a host. Times are the slowest
 // rank's, medians over rounds. Also sweeps the bucket threshold on ResNet-50.
 // Last line: JSON with bucket_vs_raw (raw time / bucket time) and
 // bucket_vs_per_tensor for each layout.
@@ -18,6 +20,7 @@
 
 #include "comm/bucket_reducer.h"
 #include "comm/mpi_session.h"
+#include "comm/shm_allreduce.h"
 #include "optim/distributed_optimizer.h"
 
 using namespace lockstep;
@@ -96,7 +99,25 @@ int main(int argc, char** argv) {
     const auto plan = plan_buckets(store, static_cast<int64_t>(threshold_mb * 1048576),
                                    static_cast<int64_t>(first_mb * 1048576));
     BucketReducer reducer(*comm, store.grads(), plan, BucketReducer::Options{false, WireType::F32, nullptr});
-    std::vector<double> per_tensor, bucket, raw, raw_ordered;
+    // The same buckets through shared memory: a second store whose gradients
+    // live in the host's shared window (as the trainer does on one host).
+    ParameterStore shared_store;
+    for (size_t i = 0; i < sizes.size(); ++i) shared_store.declare("p" + std::to_string(i), Shape{sizes[i]});
+    shared_store.finalize();
+    std::unique_ptr<ShmAllreduce> shm;
+    if (auto mem = comm->allocate_shared(ShmAllreduce::kHeaderBytes + shared_store.padded_numel() * 4)) {
+      shm = std::make_unique<ShmAllreduce>(mem, rank);
+      shared_store.rebind_grads(Tensor::zeros(
+          Shape{shared_store.padded_numel()}, DType::F32,
+          std::make_shared<BorrowedAllocator>(shm->data(rank), shared_store.padded_numel() * 4, mem)));
+    }
+    BucketReducer shm_reducer(*comm, shared_store.grads(), plan,
+                              BucketReducer::Options{false, WireType::F32, nullptr, shm.get()});
+    float* sg = shared_store.grads().data<float>();
+    auto fill_shared = [&] {
+      for (int64_t i = 0; i < shared_store.padded_numel(); ++i) sg[i] = static_cast<float>((rank + i) % 5) * 0.25f;
+    };
+    std::vector<double> per_tensor, bucket, bucket_shm, raw, raw_ordered;
     for (int r = 0; r < reps; ++r) {
       fill();
       per_tensor.push_back(timed(*comm, [&] {
@@ -104,37 +125,50 @@ int main(int argc, char** argv) {
       }));
       fill();
       bucket.push_back(timed(*comm, [&] { reducer.finish(); }));
+      fill_shared();
+      bucket_shm.push_back(timed(*comm, [&] {
+        shm_reducer.quiesce();
+        shm_reducer.finish();
+      }));
       fill();
       raw.push_back(timed(*comm, [&] { comm->allreduce(store.grads(), ReduceOp::Sum); }));
       fill();
       raw_ordered.push_back(timed(*comm, [&] { comm->allreduce_sum_ordered(store.grads(), WireType::F32); }));
     }
-    const double tp = median(per_tensor), tb = median(bucket), tr = median(raw), to = median(raw_ordered);
+    const double tp = median(per_tensor), tm = median(bucket), ts = median(bucket_shm), tr = median(raw),
+                 to = median(raw_ordered);
+    const double tb = shm ? ts : tm;  // the path the trainer takes on one host
     const double mb = static_cast<double>(store.numel()) * 4 / 1e6;
     if (rank == 0) {
       std::printf("%s: %zu tensors, %.1f MB, %zu buckets (cap %.0f MB, first %.0f MB), %d rounds\n", name.c_str(),
                   sizes.size(), mb, plan.size(), threshold_mb, first_mb, reps);
-      std::printf("  per-tensor MPI_Allreduce %9.2f ms\n  lockstep buckets         %9.2f ms\n"
-                  "  raw MPI_Allreduce        %9.2f ms\n  raw ordered allreduce    %9.2f ms\n",
-                  tp * 1e3, tb * 1e3, tr * 1e3, to * 1e3);
+      std::printf("  per-tensor MPI_Allreduce       %9.2f ms\n  lockstep buckets, shared mem.  %9.2f ms%s\n"
+                  "  lockstep buckets, messages     %9.2f ms\n  raw MPI_Allreduce              %9.2f ms\n"
+                  "  raw ordered allreduce          %9.2f ms\n",
+                  tp * 1e3, ts * 1e3, shm ? "" : " (no shared memory: messages)", tm * 1e3, tr * 1e3, to * 1e3);
       std::printf("  bucket_vs_raw %.3f  bucket_vs_raw_ordered %.3f  bucket_vs_per_tensor %.2f\n", tr / tb, to / tb,
                   tp / tb);
     }
     json += ",\"" + name + "\":{\"tensors\":" + std::to_string(sizes.size()) + ",\"mb\":" + std::to_string(mb) +
             ",\"per_tensor_ms\":" + std::to_string(tp * 1e3) + ",\"bucket_ms\":" + std::to_string(tb * 1e3) +
+            ",\"bucket_messages_ms\":" + std::to_string(tm * 1e3) + ",\"shared_memory\":" + (shm ? "true" : "false") +
             ",\"raw_mpi_ms\":" + std::to_string(tr * 1e3) + ",\"raw_ordered_ms\":" + std::to_string(to * 1e3) +
             ",\"bucket_vs_raw\":" + std::to_string(tr / tb) + ",\"bucket_vs_raw_ordered\":" +
             std::to_string(to / tb) + ",\"bucket_vs_per_tensor\":" + std::to_string(tp / tb) + "}";
-    if (name == "resnet50") {  // threshold sweep
+    if (name == "resnet50") {  // threshold sweep, on the trainer's path
       std::string sweep = ",\"threshold_sweep_ms\":{";
       for (double cap : {1.0, 4.0, 16.0, 25.0, 64.0, 128.0}) {
-        BucketReducer r2(*comm, store.grads(),
-                         plan_buckets(store, static_cast<int64_t>(cap * 1048576), static_cast<int64_t>(first_mb * 1048576)),
-                         BucketReducer::Options{false, WireType::F32, nullptr});
+        ParameterStore& st = shm ? shared_store : store;
+        BucketReducer r2(*comm, st.grads(),
+                         plan_buckets(st, static_cast<int64_t>(cap * 1048576), static_cast<int64_t>(first_mb * 1048576)),
+                         BucketReducer::Options{false, WireType::F32, nullptr, shm.get()});
         std::vector<double> t;
         for (int i = 0; i < std::max(3, reps / 3); ++i) {
-          fill();
-          t.push_back(timed(*comm, [&] { r2.finish(); }));
+          shm ? fill_shared() : fill();
+          t.push_back(timed(*comm, [&] {
+            r2.quiesce();
+            r2.finish();
+          }));
         }
         if (rank == 0) std::printf("  threshold %5.0f MB: %zu buckets, %.2f ms\n", cap, r2.buckets().size(), median(t) * 1e3);
         sweep += (sweep.back() == '{' ? "" : ",") + std::string("\"") + std::to_string(static_cast<int>(cap)) +
