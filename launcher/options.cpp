@@ -11,9 +11,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <typeinfo>
 
 #include <nlohmann/json.hpp>
 
+#include "build_id.h"
 #include "core/error.h"
 #include "data/mnist.h"
 #include "registry.h"
@@ -137,26 +139,41 @@ cxxopts::Options make_options() {
   return o;
 }
 
-// Environment variables for known options, as "--flag=value" arguments.
-std::vector<std::string> env_arguments(const cxxopts::Options& options, std::vector<std::string>& env_names) {
+constexpr std::initializer_list<const char*> kGroups = {"model and data", "schedule",    "optimisation",
+                                                         "execution",      "checkpoints", "outputs"};
+
+// Every option's long name, in --help order.
+std::vector<std::string> option_flags(const cxxopts::Options& options) {
   std::vector<std::string> flags;
-  for (const auto& group : options.groups())
-    for (const auto& opt : options.group_help(group).options) flags.push_back(opt.l.empty() ? opt.s : opt.l.front());
-  std::vector<std::string> args;
+  for (const char* group : kGroups)
+    for (const auto& opt : options.group_help(group).options)
+      if (!opt.l.empty() && opt.l.front() != "help" && opt.l.front() != "version") flags.push_back(opt.l.front());
+  return flags;
+}
+
+// LOCKSTEP_* variables that name an option, as "--flag=value" arguments;
+// the names of those that name none go to `unknown`.
+struct EnvArgument {
+  std::string flag, variable, argument;
+};
+std::vector<EnvArgument> env_arguments(const std::vector<std::string>& flags, std::vector<std::string>& unknown) {
+  std::vector<EnvArgument> args;
   for (char** e = environ; e && *e; ++e) {
     const std::string kv = *e;
     if (kv.rfind(kEnvPrefix, 0) != 0) continue;
     const std::string name = kv.substr(0, kv.find('='));
     const std::string value = kv.substr(kv.find('=') + 1);
+    bool known = false;
     for (const auto& flag : flags) {
-      if (flag == "help" || flag == "version" || env_name(flag) != name) continue;
-      args.push_back("--" + flag + "=" + value);
-      env_names.push_back(name);
+      if (env_name(flag) != name) continue;
+      args.push_back({flag, name, "--" + flag + "=" + value});
+      known = true;
     }
+    if (!known) unknown.push_back(name);
   }
+  std::sort(unknown.begin(), unknown.end());
   return args;
 }
-
 
 // cxxopts quotes with typographic marks; error lines use plain ones.
 std::string plain_quotes(std::string s) {
@@ -176,39 +193,72 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<con
 
 void convert(const cxxopts::ParseResult& r, TrainConfig& c);
 
+// An option's value as text: strings as they are, switches as true/false.
+std::string value_text(const cxxopts::ParseResult& r, const std::string& flag) {
+  try {
+    return r[flag].as<std::string>();
+  } catch (const std::bad_cast&) {
+    return r[flag].as<bool>() ? "true" : "false";
+  }
+}
+
 }  // namespace
 
 ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
   cxxopts::Options options = make_options();
-  std::vector<std::string> env_names;
-  const std::vector<std::string> env_args = env_arguments(options, env_names);
+  const std::vector<std::string> flags = option_flags(options);
+  std::vector<std::string> unknown_env;
+  const std::vector<EnvArgument> env_args = env_arguments(flags, unknown_env);
   // Each environment value is converted on its own first, so errors name the variable.
-  for (size_t i = 0; i < env_args.size(); ++i) {
+  for (const EnvArgument& e : env_args) {
     try {
       cxxopts::Options probe = make_options();
       TrainConfig scratch;
-      convert(parse_args(probe, {"trainer", env_args[i].c_str()}), scratch);
-    } catch (const InputError& e) {
-      LS_INPUT_ERROR("{}={}: {}", env_names[i], env_args[i].substr(env_args[i].find('=') + 1), e.message());
+      convert(parse_args(probe, {"trainer", e.argument.c_str()}), scratch);
+    } catch (const InputError& err) {
+      LS_INPUT_ERROR("{}={}: {}", e.variable, e.argument.substr(e.argument.find('=') + 1), err.message());
     }
   }
   std::vector<const char*> args{argv[0]};
-  for (const auto& a : env_args) args.push_back(a.c_str());
+  for (const auto& e : env_args) args.push_back(e.argument.c_str());
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);  // after the environment: the command line wins
 
   const cxxopts::ParseResult r = parse_args(options, args);
   if (r.count("help")) {
-    std::cout << options.help({"model and data", "schedule", "optimisation", "execution", "checkpoints", "outputs"})
-              << std::endl;
+    std::cout << options.help(std::vector<std::string>(kGroups.begin(), kGroups.end())) << std::endl;
     return ParseOutcome::Exit;
   }
   if (r.count("version")) {
-    std::cout << "lockstep " << LOCKSTEP_VERSION << std::endl;
+    std::cout << "lockstep " << build_id() << std::endl;
     return ParseOutcome::Exit;
   }
   LS_CHECK_INPUT(r.unmatched().empty(), "unexpected argument '{}'", r.unmatched().front());
   convert(r, c);
+
+  // Provenance: the command line alone says which options it set.
+  cxxopts::Options cli_options = make_options();
+  const cxxopts::ParseResult cli = parse_args(cli_options, std::vector<const char*>(argv, argv + argc));
+  c.settings.clear();
+  for (const auto& flag : flags) {
+    OptionSetting s{flag, value_text(r, flag), "default"};
+    for (const EnvArgument& e : env_args)
+      if (e.flag == flag) s.source = e.variable;
+    if (cli.count(flag)) s.source = s.source == "default" ? "command line" : "command line, over " + s.source;
+    c.settings.push_back(std::move(s));
+  }
+  c.unknown_env = std::move(unknown_env);
   return ParseOutcome::Run;
+}
+
+std::string describe_settings(const TrainConfig& c) {
+  std::string set, defaults;
+  for (const OptionSetting& s : c.settings) {
+    std::string& out = s.source == "default" ? defaults : set;
+    if (!out.empty()) out += ", ";
+    out += s.option + "=" + (s.value.empty() ? "''" : s.value);
+    if (s.source != "default") out += " [" + s.source + "]";
+  }
+  return (set.empty() ? "all defaults" : set) + "; defaults: " + defaults;
 }
 
 namespace {

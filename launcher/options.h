@@ -9,6 +9,13 @@
 
 namespace lockstep {
 
+// Where an option's effective value came from, for the configuration log.
+struct OptionSetting {
+  std::string option;  // "batch-size"
+  std::string value;   // as given ("true"/"false" for switches)
+  std::string source;  // "default", "command line" or the variable, e.g. "LOCKSTEP_BATCH_SIZE"
+};
+
 struct TrainConfig {
   // model and data
   std::string model = "lenet";
@@ -58,6 +65,9 @@ struct TrainConfig {
   std::string progress = "auto";  // auto | on | off
   std::string log_level = "info";
   bool log_all_ranks = false;
+  // provenance (filled by parse_train_options; logged once by rank 0)
+  std::vector<OptionSetting> settings;     // every option, in --help order
+  std::vector<std::string> unknown_env;    // LOCKSTEP_* variables that name no option
 };
 
 enum class ParseOutcome { Run, Exit };
@@ -70,6 +80,10 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& config);
 // work. Outputs, checkpoints and --load-weights are used by rank 0 only and
 // checked only where `rank0` is true.
 void validate_train_config(const TrainConfig& config, bool rank0);
+
+// "batch-size=64 [LOCKSTEP_BATCH_SIZE], epochs=2 [command line]; defaults: model=lenet, ...":
+// every option's effective value; those set first, with where they were set.
+std::string describe_settings(const TrainConfig& config);
 
 // The configuration as JSON (stored in checkpoints).
 std::string config_json(const TrainConfig& config);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "build_id.h"
 #include "checkpoint/weights.h"
 #include "core/cpu.h"
 #include "core/hash.h"
@@ -69,7 +70,7 @@ std::string param_signature(const ParameterStore& params) {
 
 Trainer::Trainer(const TrainConfig& config, Communicator& comm, Logger log)
     : c_(config), comm_(comm), log_(std::move(log)) {
-  build_id_ = fmt::format("{} ({} {})", LOCKSTEP_VERSION, __DATE__, __TIME__);
+  build_id_ = build_id();
 }
 
 Trainer::~Trainer() = default;
@@ -212,6 +213,10 @@ void Trainer::start() {
   log_->info("lockstep {} | {} on {} ({} train / {} test samples of {})", LOCKSTEP_VERSION, c_.model, c_.dataset,
              group_thousands(static_cast<double>(train_->size())), group_thousands(static_cast<double>(test_->size())),
              train_->sample_shape().str());
+  log_->info("configuration: {}", describe_settings(c_));
+  if (!c_.unknown_env.empty() && comm_.rank() == 0)
+    log_->warn("ignored: {} {} set but {} no trainer option (see trainer --help)", fmt::join(c_.unknown_env, ", "),
+               c_.unknown_env.size() == 1 ? "is" : "are", c_.unknown_env.size() == 1 ? "names" : "name");
   log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}, lr {} ({}{})",
              group_thousands(static_cast<double>(model_->params().numel())),
              static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(), c_.lr,
