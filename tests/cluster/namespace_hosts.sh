@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Two hosts on this machine, for real: two network namespaces joined by veth
+# pairs to a bridge, each with its own host name (a UTS namespace) and its own
+# sshd on its address, root key-based ssh. Then:
+#   1. lockstep-run --check reports both hosts reachable with this trainer
+#      build, and a third, absent address as failed;
+#   2. lockstep-run --hostfile trains lenet as 2 hosts x 2 ranks, and the final
+#      weights equal those of a 4-rank single-host mpirun of the same
+#      configuration (<= 1e-5 relative);
+#   3. a hostfile naming the absent address fails in seconds, before mpirun;
+#   4. everything is torn down (also on failure) and the test checks that no
+#      namespace, bridge, veth, sshd or job process is left.
+# The subnet (10.213.X.0/24, X free on this host) and every name carry a
+# per-run id. The ssh client settings (key, StrictHostKeyChecking no) live in
+# a config file of the test's own that matches only the test's addresses.
+# usage: namespace_hosts.sh LOCKSTEP_RUN TRAINER COMPARE_WEIGHTS
+set -euo pipefail
+RUN=$(readlink -f "$1") TRAINER=$(readlink -f "$2") CMP=$(readlink -f "$3")
+if [[ $(id -u) != 0 ]]; then echo "skipped: network namespaces and sshd need root"; exit 77; fi
+for tool in ip unshare ssh ssh-keygen /usr/sbin/sshd mpirun; do
+  command -v "$tool" > /dev/null || { echo "FAIL: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
+done
+
+# A free /24 and names unique to this run.
+X=""
+for i in $(seq 0 60); do
+  cand=$(( ($$ + i * 37) % 250 + 1 ))
+  if ! ip -4 addr show | grep -q "inet 10\.213\.$cand\."; then X=$cand; break; fi
+done
+[[ -n $X ]] || { echo "FAIL: no free 10.213.X.0/24 subnet"; exit 1; }
+ID=$X$(( $$ % 1000 ))
+SUB=10.213.$X
+BR=lsbr$ID
+NS=(lsh${ID}a lsh${ID}b)
+VETH=(lsv${ID}a lsv${ID}b)
+WORK=$(mktemp -d /tmp/lockstep-nshosts.XXXXXX)
+chmod 755 "$WORK"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+leftovers() {  # prints what this run left behind
+  for ns in "${NS[@]}"; do ip netns list | grep -qw "$ns" && echo "namespace $ns"; done
+  ip link show "$BR" > /dev/null 2>&1 && echo "bridge $BR"
+  for v in "${VETH[@]}"; do ip link show "$v" > /dev/null 2>&1 && echo "veth $v"; done
+  # Live processes started for this run (sshd by its config path, trainers by their output paths);
+  # zombies are not processes that run (this container's init does not reap them).
+  for pid in $(pgrep -f "$WORK" || true); do
+    [[ $pid == "$$" ]] && continue
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo Z)
+    [[ $state != Z ]] && echo "process $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
+  done
+  return 0
+}
+
+teardown() {
+  local rc=$?
+  set +e
+  for ns in "${NS[@]}"; do  # sshd first (by pid file), then anything else still in the namespace
+    [[ -f $WORK/sshd-$ns.pid ]] && kill "$(cat "$WORK/sshd-$ns.pid")" 2> /dev/null
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill "$pid" 2> /dev/null; done
+  done
+  sleep 0.5
+  for ns in "${NS[@]}"; do
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -9 "$pid" 2> /dev/null; done
+    ip netns del "$ns" 2> /dev/null
+  done
+  ip link del "$BR" 2> /dev/null
+  local left
+  for _ in $(seq 50); do  # the kernel frees a namespace's veth a moment after the namespace goes
+    left=$(leftovers)
+    [[ -z $left ]] && break
+    sleep 0.1
+  done
+  if [[ -n $left ]]; then
+    echo "FAIL: left behind after teardown:"; echo "$left" | sed 's/^/  /'
+    rc=1
+  else
+    echo "ok: nothing left behind (namespaces, bridge, veths, sshd, job processes)"
+  fi
+  [[ $rc != 0 ]] && for f in "$WORK"/*.log; do [[ -f $f ]] && { echo "--- $f"; tail -30 "$f"; }; done
+  rm -rf "$WORK"
+  exit $rc
+}
+trap teardown EXIT
+
+# --- the hosts ---
+ip link add "$BR" type bridge
+ip addr add "$SUB.254/24" dev "$BR"
+ip link set "$BR" up
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/client_key"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/host_key"
+cp "$WORK/client_key.pub" "$WORK/authorized_keys"
+mkdir -p /run/sshd  # sshd's privilege-separation directory
+for i in 0 1; do
+  ns=${NS[$i]} addr=$SUB.$((i + 1))
+  ip netns add "$ns"
+  ip link add "${VETH[$i]}" type veth peer name eth0 netns "$ns"
+  ip link set "${VETH[$i]}" master "$BR" up
+  ip -n "$ns" addr add "$addr/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+  cat > "$WORK/sshd-$ns.conf" << EOF
+ListenAddress $addr
+HostKey $WORK/host_key
+PidFile $WORK/sshd-$ns.pid
+AuthorizedKeysFile $WORK/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+StrictModes no
+UsePAM no
+EOF
+  # Its own UTS namespace: each host has its own host name, as real hosts do
+  # (Open MPI tells hosts apart by name).
+  ip netns exec "$ns" unshare --uts sh -c "hostname $ns; exec /usr/sbin/sshd -f $WORK/sshd-$ns.conf -E $WORK/sshd-$ns.log"
+done
+cat > "$WORK/ssh_config" << EOF
+Host $SUB.*
+  IdentityFile $WORK/client_key
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+EOF
+SSH_OPTS=(--ssh-options "-F $WORK/ssh_config")
+cat > "$WORK/hostfile" << EOF
+# two namespace hosts of this test run
+$SUB.1 slots=2
+$SUB.2 slots=2
+EOF
+for i in $(seq 50); do  # both sshd listening
+  ssh -F "$WORK/ssh_config" -o BatchMode=yes -o ConnectTimeout=2 "$SUB.1" true 2> /dev/null &&
+    ssh -F "$WORK/ssh_config" -o BatchMode=yes -o ConnectTimeout=2 "$SUB.2" true 2> /dev/null && break
+  sleep 0.1
+done
+echo "hosts: ${NS[0]} at $SUB.1, ${NS[1]} at $SUB.2 (bridge $BR)"
+[[ $(ssh -F "$WORK/ssh_config" "$SUB.2" hostname) == "${NS[1]}" ]] || { echo "FAIL: ssh to $SUB.2"; exit 1; }
+
+# --- 1. --check ---
+"$RUN" --check --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" | tee "$WORK/check.log"
+this_build=$("$TRAINER" --version | sed 's/^lockstep //')
+[[ $(grep -c "  ok  *$this_build  *ok$" "$WORK/check.log") == 2 ]] || { echo "FAIL: --check did not pass both hosts"; exit 1; }
+printf '%s slots=2\n%s slots=2\n' "$SUB.1" "$SUB.3" > "$WORK/hostfile_absent"
+if "$RUN" --check --hostfile "$WORK/hostfile_absent" "${SSH_OPTS[@]}" "$TRAINER" > "$WORK/check_absent.log"; then
+  echo "FAIL: --check passed with an absent host"; cat "$WORK/check_absent.log"; exit 1
+fi
+cat "$WORK/check_absent.log"
+grep -q "^$SUB.3 .*FAILED" "$WORK/check_absent.log" || { echo "FAIL: --check did not flag $SUB.3"; exit 1; }
+echo "ok: --check"
+
+# --- 2. 2 hosts x 2 ranks == 4 ranks on one host ---
+ARGS=(--model lenet --global-batch-size 64 --max-steps 30 --optimizer sgd --momentum 0.9 --lr 0.05 --threads 1
+      --progress off --no-eval)
+start=$SECONDS
+"$RUN" --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" "${ARGS[@]}" \
+  --save-weights "$WORK/two_hosts.safetensors" > "$WORK/two_hosts.log" 2>&1 ||
+  { echo "FAIL: lockstep-run across the namespace hosts"; cat "$WORK/two_hosts.log"; exit 1; }
+echo "2 hosts x 2 ranks: $((SECONDS - start)) s"
+grep -E "world:|Average" "$WORK/two_hosts.log"
+grep -q "world: 4 ranks on 2 nodes" "$WORK/two_hosts.log" || { echo "FAIL: not 4 ranks on 2 nodes"; exit 1; }
+mpirun -np 4 --oversubscribe "$TRAINER" "${ARGS[@]}" --save-weights "$WORK/one_host.safetensors" \
+  > "$WORK/one_host.log" 2>&1 || { echo "FAIL: 4-rank single-host run"; cat "$WORK/one_host.log"; exit 1; }
+grep -q "world: 4 ranks on 1 node" "$WORK/one_host.log" || { echo "FAIL: single-host run not 4 ranks"; exit 1; }
+echo -n "2 hosts x 2 ranks vs 4 ranks on one host: "
+"$CMP" "$WORK/one_host.safetensors" "$WORK/two_hosts.safetensors" --rtol 1e-5
+
+# --- 3. an absent host fails fast, before mpirun ---
+start=$SECONDS
+if "$RUN" --hostfile "$WORK/hostfile_absent" "${SSH_OPTS[@]}" "$TRAINER" "${ARGS[@]}" > "$WORK/absent.log" 2>&1; then
+  echo "FAIL: launch with an absent host succeeded"; exit 1
+fi
+took=$((SECONDS - start))
+cat "$WORK/absent.log"
+[[ $took -lt 10 ]] && grep -q "host '$SUB.3'" "$WORK/absent.log" && [[ $(wc -l < "$WORK/absent.log") == 1 ]] ||
+  { echo "FAIL: absent host: not one clear line within 10 s (${took} s)"; exit 1; }
+echo "ok: absent host refused in ${took} s"
