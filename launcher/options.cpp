@@ -4,6 +4,7 @@
 
 #include <cxxopts.hpp>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -192,6 +193,7 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<con
 }
 
 void convert(const cxxopts::ParseResult& r, TrainConfig& c);
+void check_combinations(const TrainConfig& c);
 
 // An option's value as text: strings as they are, switches as true/false.
 std::string value_text(const cxxopts::ParseResult& r, const std::string& flag) {
@@ -234,6 +236,23 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
   }
   LS_CHECK_INPUT(r.unmatched().empty(), "unexpected argument '{}'", r.unmatched().front());
   convert(r, c);
+  try {
+    check_combinations(c);
+  } catch (const InputError& err) {  // name the variables behind the options the message names
+    std::string from;
+    const std::string& m = err.message();
+    for (const EnvArgument& e : env_args) {
+      const std::string f = "--" + e.flag;
+      for (size_t p = m.find(f); p != std::string::npos; p = m.find(f, p + 1)) {
+        const size_t end = p + f.size();
+        if (end < m.size() && (std::isalnum(static_cast<unsigned char>(m[end])) || m[end] == '-')) continue;
+        from += (from.empty() ? "" : ", ") + e.variable;
+        break;
+      }
+    }
+    if (from.empty()) throw;
+    LS_INPUT_ERROR("{} (set by {})", err.message(), from);
+  }
 
   // Provenance: the command line alone says which options it set.
   cxxopts::Options cli_options = make_options();
@@ -299,7 +318,6 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.eval_batch_size = non_negative("eval-batch-size");
   c.target_accuracy = flt("target-accuracy");
   c.eval = !r["no-eval"].as<bool>();
-  LS_CHECK_INPUT(c.eval || c.target_accuracy == 0.f, "--target-accuracy needs evaluation (drop --no-eval)");
   c.accumulate_steps = static_cast<int>(positive("accumulate-steps"));
   LS_CHECK_INPUT(c.accumulate_steps <= 4096, "--accumulate-steps: {} is more than 4096", c.accumulate_steps);
   LS_CHECK_INPUT(c.target_accuracy >= 0.f && c.target_accuracy <= 1.f, "--target-accuracy: {} must be in [0, 1]",
@@ -310,7 +328,6 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.momentum = flt("momentum");
   LS_CHECK_INPUT(c.momentum >= 0.f && c.momentum < 1.f, "--momentum: {} must be in [0, 1)", c.momentum);
   c.nesterov = r["nesterov"].as<bool>();
-  LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
   c.weight_decay = flt("weight-decay");
   LS_CHECK_INPUT(c.weight_decay >= 0.f, "--weight-decay: {} must not be negative", c.weight_decay);
   c.lr_schedule = one_of("lr-schedule", str("lr-schedule"), {"constant", "step", "cosine"});
@@ -318,7 +335,6 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.warmup_epochs >= 0.f, "--warmup-epochs: {} must not be negative", c.warmup_epochs);
   c.lr_step_epochs = flt("lr-step-epochs");
   LS_CHECK_INPUT(c.lr_step_epochs >= 0.f, "--lr-step-epochs: {} must not be negative", c.lr_step_epochs);
-  LS_CHECK_INPUT(c.lr_schedule != "step" || c.lr_step_epochs > 0.f, "--lr-schedule step needs --lr-step-epochs > 0");
   c.lr_gamma = flt("lr-gamma");
   LS_CHECK_INPUT(c.lr_gamma > 0.f && c.lr_gamma <= 1.f, "--lr-gamma: {} must be in (0, 1]", c.lr_gamma);
   c.seed = static_cast<uint64_t>(non_negative("seed"));
@@ -338,8 +354,6 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.checkpoint_every = non_negative("checkpoint-every");
   c.keep_checkpoints = static_cast<int>(positive("keep-checkpoints"));
   c.resume = r["resume"].as<bool>();
-  LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
-  LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
   c.metrics_file = str("metrics-file");
   c.timeline = str("timeline");
   c.save_weights = str("save-weights");
@@ -347,6 +361,17 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.progress = one_of("progress", str("progress"), {"auto", "on", "off"});
   c.log_level = one_of("log-level", str("log-level"), {"trace", "debug", "info", "warn", "error"});
   c.log_all_ranks = r["log-all-ranks"].as<bool>();
+}
+
+// Checks between options. They run once all sources are merged, never on one
+// environment variable alone (LOCKSTEP_CHECKPOINT_EVERY needs the directory
+// that LOCKSTEP_CHECKPOINT_DIR or --checkpoint-dir gives).
+void check_combinations(const TrainConfig& c) {
+  LS_CHECK_INPUT(c.eval || c.target_accuracy == 0.f, "--target-accuracy needs evaluation (drop --no-eval)");
+  LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
+  LS_CHECK_INPUT(c.lr_schedule != "step" || c.lr_step_epochs > 0.f, "--lr-schedule step needs --lr-step-epochs > 0");
+  LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ check unknown-flag "Option 'frobnicate' does not exist" -- --frobnicate 3
 check positional "unexpected argument 'extra'" -- extra
 check cuda-device "--device cuda" -- --device cuda
 check env-batch "LOCKSTEP_BATCH_SIZE=zero: --batch-size: 'zero' is not an integer" LOCKSTEP_BATCH_SIZE=zero -- --dataset synthetic
+check env-combination "--checkpoint-every needs --checkpoint-dir (set by LOCKSTEP_CHECKPOINT_EVERY)" LOCKSTEP_CHECKPOINT_EVERY=5 -- $SYN
 check env-model "LOCKSTEP_MODEL=nope: --model: 'nope' is unknown" LOCKSTEP_MODEL=nope --
 check metrics-dir "--metrics-file: directory $WORK/no/such does not exist" -- --metrics-file "$WORK/no/such/m.jsonl"
 check weights-to-dir "--save-weights: $WORK is a directory" -- $SYN --save-weights "$WORK"

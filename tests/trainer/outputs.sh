@@ -60,4 +60,8 @@ PY
 LOCKSTEP_EPOCHS=1 LOCKSTEP_BATCH_SIZE=128 "$TRAINER" $ARGS --batch-size 64 --max-steps 2 > "$WORK/env.out"
 grep -q "batch 64 per process" "$WORK/env.out" || fail "command line did not win over LOCKSTEP_BATCH_SIZE"
 grep -q "^\[1/1\]" "$WORK/env.out" || fail "LOCKSTEP_EPOCHS not applied"
+# Options that need each other may come from different sources (the SLURM examples set both by variable).
+LOCKSTEP_CHECKPOINT_EVERY=1 "$TRAINER" $ARGS --max-steps 2 --checkpoint-dir "$WORK/env-ckpt" > "$WORK/env2.out" ||
+  fail "LOCKSTEP_CHECKPOINT_EVERY with --checkpoint-dir on the command line was refused"
+ls "$WORK/env-ckpt" | grep -q . || fail "LOCKSTEP_CHECKPOINT_EVERY + --checkpoint-dir wrote no checkpoint"
 echo "outputs ok"
