@@ -5,7 +5,9 @@
 // training progress (step, epoch, step within the epoch), global batch, seed,
 // world size and the configuration as JSON. All randomness in lockstep is
 // counter-based (shuffles from (seed, epoch), dropout from (seed, step, sample)),
-// so the progress counters are the whole RNG state.
+// so the progress counters are the whole RNG state. Every tensor's CRC-32 and
+// one of the metadata are stored too ("tensor_crc32", "metadata_crc32"), and
+// checked on load: a bit flipped anywhere in the file is found.
 //
 // Written by rank 0 only, atomically (temporary, fsync, rename, directory
 // fsync): a crash leaves the previous checkpoint or the new one, never a torn

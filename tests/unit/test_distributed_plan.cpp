@@ -137,6 +137,35 @@ TEST_CASE("checkpoints round-trip, keep the newest K and skip damaged ones", "[c
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("ckpt-000000040") != std::string::npos);
 
+  // A single bit flipped in a tensor's data (the file still parses) fails its
+  // checksum; so does one in the metadata. The next older one is used.
+  {
+    auto b30 = lockstep::testing::read_bytes(files[1]);
+    const size_t last = b30.size() - 3;  // inside the last tensor's data
+    b30[last] ^= 0x10;
+    lockstep::testing::write_bytes(files[1], b30);
+    warnings.clear();
+    loaded = load_latest_checkpoint(dir.path().string(), *m2, *opt2, [&](auto w) { warnings.push_back(w); });
+    REQUIRE(loaded);
+    CHECK(loaded->info.progress.step == 20);
+    REQUIRE(warnings.size() == 2);
+    CHECK(warnings[1].find("ckpt-000000030") != std::string::npos);
+    CHECK(warnings[1].find("fails its checksum") != std::string::npos);
+    b30[last] ^= 0x10;  // repaired: loads again
+    // In the header's metadata: change one digit of the seed ("seed":"9" -> "8").
+    std::string text(b30.begin(), b30.end());
+    const size_t at = text.find("\"seed\":\"9\"");
+    REQUIRE(at != std::string::npos);
+    b30[at + 8] = '8';
+    lockstep::testing::write_bytes(files[1], b30);
+    warnings.clear();
+    loaded = load_latest_checkpoint(dir.path().string(), *m2, *opt2, [&](auto w) { warnings.push_back(w); });
+    REQUIRE(loaded);
+    CHECK(loaded->info.progress.step == 20);
+    REQUIRE(warnings.size() == 2);
+    CHECK(warnings[1].find("metadata checksum mismatch") != std::string::npos);
+  }
+
   // Another model's checkpoints are refused; an empty directory means a fresh start.
   auto lenet = models::build_model("lenet", {}, 1);
   auto lopt = make_optimizer(lenet->params(), OptimizerConfig{});
