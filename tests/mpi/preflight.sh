@@ -25,13 +25,15 @@ run_case() {  # name, expected table text, mpirun arguments...
   # mpirun has returned; its ranks must be gone too (allow a moment for reaping).
   local left=""
   for _ in 1 2 3 4 5 6 7 8 9 10; do
-    left=$(ps -C trainer -o pid=,stat= | awk '$2 !~ /^Z/' || true)  # zombies have exited
+    # This test's trainers only (their command lines name $WORK); zombies have exited.
+    left=$(for p in $(pgrep -f -- "--metrics-file $WORK/" || true); do
+             awk '$3 !~ /^Z/ {print $1, $3}' "/proc/$p/stat" 2> /dev/null; done)
     [[ -z $left ]] && break
     sleep 0.1
   done
   if [[ -n $left ]]; then echo "FAIL $name: trainer processes left: $left"; failures=$((failures + 1)); fi
 }
-COMMON="--max-steps 5 --threads 1"
+COMMON="--max-steps 5 --threads 1 --metrics-file $WORK/metrics.jsonl"  # the file marks this test's processes
 run_case model "  model       0      lenet" \
   -np 1 "$TRAINER" $COMMON --model lenet : -np 1 "$TRAINER" $COMMON --model mlp
 run_case lr "  lr     0,1    0.05" \
