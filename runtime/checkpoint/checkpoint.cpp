@@ -119,6 +119,16 @@ void validate(const SafetensorsFile& f, const Model& model, Optimizer& opt) {
                  f.names().size(), expected);
 }
 
+// Temporaries of checkpoint writes that never finished (the writer was killed
+// mid-write): ".ckpt-<step>.safetensors.tmp-XXXXXX". Only rank 0 of one job
+// writes a checkpoint directory, so any that exist when it starts a write are stale.
+void remove_stale_temporaries(const std::string& dir) {
+  static const std::regex re(R"(\.ckpt-\d{9}\.safetensors\.tmp-.{6})");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (std::regex_match(e.path().filename().string(), re)) fs::remove(e.path(), ec);
+}
+
 }  // namespace
 
 std::vector<std::string> list_checkpoints(const std::string& dir) {
@@ -163,6 +173,7 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
   meta["tensor_crc32"] = sums;
   meta["metadata_crc32"] = hex32(metadata_crc(meta));
   const std::string path = (fs::path(dir) / fmt::format("ckpt-{:09d}.safetensors", pr.step)).string();
+  remove_stale_temporaries(dir);
   write_safetensors(path, entries, meta);
   const std::vector<std::string> all = list_checkpoints(dir);
   for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < all.size(); ++i) {

@@ -11,7 +11,9 @@
 //
 // Written by rank 0 only, atomically (temporary, fsync, rename, directory
 // fsync): a crash leaves the previous checkpoint or the new one, never a torn
-// file. Old checkpoints beyond `keep` are deleted after the new one is in place.
+// file. Old checkpoints beyond `keep` are deleted after the new one is in place;
+// temporaries left by a writer that was killed mid-write are deleted before
+// the next write.
 #pragma once
 
 #include <functional>
