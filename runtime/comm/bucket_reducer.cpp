@@ -29,6 +29,7 @@ BucketReducer::~BucketReducer() {
 void BucketReducer::reduce(size_t b, Communicator& comm) {
   const Bucket& bucket = buckets_[b];
   const auto t0 = Timeline::Clock::now();
+  CollectiveScope scope(options_.tracker, CollectiveKind::Bucket, static_cast<int32_t>(b));
   if (options_.shm) {
     options_.shm->reduce(bucket.begin, bucket.end);
   } else {
@@ -42,7 +43,9 @@ void BucketReducer::reduce(size_t b, Communicator& comm) {
 }
 
 void BucketReducer::quiesce() {
-  if (options_.shm) options_.shm->wait_readers();
+  if (!options_.shm) return;
+  CollectiveScope scope(options_.tracker, CollectiveKind::GradientHandoff);
+  options_.shm->wait_readers();
 }
 
 void BucketReducer::arm() {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/collective_tracker.h"
 #include "comm/communicator.h"
 #include "comm/shm_allreduce.h"
 #include "profiling/timeline.h"
@@ -35,6 +36,7 @@ class BucketReducer {
     WireType wire = WireType::F32;
     Timeline* timeline = nullptr;  // not owned; may be null
     ShmAllreduce* shm = nullptr;   // not owned; when set (fp32 only), buckets are summed through shared memory
+    CollectiveTracker* tracker = nullptr;  // not owned; may be null: each bucket and handoff is reported to it
   };
 
   BucketReducer(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, Options options);

@@ -50,7 +50,7 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& param
                                            DistributedOptions options)
     : opt_(opt), params_(params), comm_(comm), options_(options), shm_(share_gradients(params, comm, options)),
       reducer_(comm, params.grads(), plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes),
-               BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get()}) {}
+               BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get(), options.tracker}) {}
 
 void DistributedOptimizer::begin_backward(bool last) {
   reducer_.quiesce();
@@ -60,6 +60,7 @@ void DistributedOptimizer::begin_backward(bool last) {
 void DistributedOptimizer::on_gradients_ready(int64_t end) { reducer_.ready(end); }
 
 void DistributedOptimizer::broadcast_state(int root) {
+  CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
   comm_.broadcast(params_.values(), root);
   for (auto& [name, t] : opt_.state()) comm_.broadcast(*t, root);
   Tensor steps = Tensor::zeros(Shape{1}, DType::I64);

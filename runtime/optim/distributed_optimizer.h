@@ -35,6 +35,7 @@ struct DistributedOptions {
   WireType wire = WireType::F32;                // gradient compression on the wire
   bool shared_memory = true;                    // ranks on one host sum through shared memory (fp32)
   Timeline* timeline = nullptr;
+  CollectiveTracker* tracker = nullptr;         // not owned; buckets and handoffs are reported to it
 };
 
 // Buckets over a parameter store (pure function of the layout and the caps; a
