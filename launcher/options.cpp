@@ -119,7 +119,9 @@ cxxopts::Options make_options() {
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
        f(d.first_bucket_mb))
       ("no-overlap", "reduce gradients after backward instead of during it", cxxopts::value<bool>()->default_value("false"))
-      ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(d.grad_compression));
+      ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(d.grad_compression))
+      ("collective-timeout", "seconds a collective may wait for other ranks before the job ends naming them (0 = no "
+       "watchdog)", f(d.collective_timeout_s));
   o.add_options("checkpoints")
       ("checkpoint-dir", "write checkpoints here (rank 0); created if missing", s(""))
       ("checkpoint-every", "also checkpoint every this many steps (0 = only at the end of each epoch)", s("0"))
@@ -349,6 +351,9 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.first_bucket_mb > 0.f && c.first_bucket_mb <= 4096.f, "--first-bucket-mb: {} must be in (0, 4096]",
                  c.first_bucket_mb);
   c.overlap = !r["no-overlap"].as<bool>();
+  c.collective_timeout_s = flt("collective-timeout");
+  LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
+                 "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);
   c.grad_compression = one_of("grad-compression", str("grad-compression"), {"none", "fp16", "bf16"});
   c.checkpoint_dir = str("checkpoint-dir");
   c.checkpoint_every = non_negative("checkpoint-every");

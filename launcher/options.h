@@ -52,6 +52,7 @@ struct TrainConfig {
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
   bool overlap = true;              // reduce buckets during backward (--no-overlap)
   std::string grad_compression = "none";  // none | fp16 | bf16
+  float collective_timeout_s = 300.f;     // watchdog: a collective older than this ends the job (0 = off)
   // checkpoints
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;     // steps; 0 = only at the end of each epoch

@@ -22,6 +22,7 @@
 #include "nn/loss.h"
 #include "progress.h"
 #include "registry.h"
+#include "stop_signals.h"
 
 namespace lockstep {
 namespace {
@@ -47,7 +48,8 @@ struct Sums {
     correct += static_cast<double>(s.correct);
     count += static_cast<double>(s.count);
   }
-  Sums reduced(Communicator& comm) const {
+  Sums reduced(Communicator& comm, CollectiveTracker& tracker, CollectiveKind kind) const {
+    CollectiveScope scope(&tracker, kind);
     Tensor t = Tensor::zeros(Shape{3}, DType::F64);
     double* p = t.data<double>();
     p[0] = loss;
@@ -185,6 +187,7 @@ DistributedOptions Trainer::distributed_options() const {
   o.overlap = c_.overlap;
   o.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16 : WireType::F32;
   o.timeline = timeline_.get();
+  o.tracker = const_cast<CollectiveTracker*>(&tracker_);
   return o;
 }
 
@@ -206,7 +209,10 @@ void Trainer::start() {
   v[0] = progress_.step;
   v[1] = progress_.epoch;
   v[2] = progress_.step_in_epoch;
-  comm_.broadcast(p, 0);
+  {
+    CollectiveScope scope(&tracker_, CollectiveKind::StateBroadcast);
+    comm_.broadcast(p, 0);
+  }
   progress_ = {v[0], v[1], v[2]};
 
   const int world = comm_.size();
@@ -243,7 +249,7 @@ EvalResult Trainer::evaluate() {
     const Tensor& logits = model_->net().forward(b.images, ForwardContext{false, c_.seed, k, 0});
     sums.add(softmax_cross_entropy(logits, b.labels));
   }
-  const Sums all = sums.reduced(comm_);
+  const Sums all = sums.reduced(comm_, tracker_, CollectiveKind::Evaluation);
   return {all.mean_loss(), all.acc()};
 }
 
@@ -255,8 +261,19 @@ void Trainer::checkpoint() {
   info.seed = c_.seed;
   info.world_size = comm_.size();
   info.config_json = config_json(c_);
+  CollectiveScope scope(&tracker_, CollectiveKind::Checkpoint);
   const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints);
   log_->debug("checkpoint {} written", path);
+}
+
+int Trainer::agree_on_stop() {
+  const int mine = stop_source_();
+  if (comm_.size() == 1) return mine;
+  CollectiveScope scope(&tracker_, CollectiveKind::StepAgreement);
+  Tensor t = Tensor::zeros(Shape{1}, DType::I32);
+  t.data<int32_t>()[0] = mine;
+  comm_.allreduce(t, ReduceOp::Max);
+  return t.data<int32_t>()[0];
 }
 
 TrainSummary Trainer::run() {
@@ -290,6 +307,7 @@ TrainSummary Trainer::run() {
     const auto t_epoch = Clock::now();
     auto tick = t_epoch;
     for (int64_t s = 0; s < steps_now; ++s) {
+      tracker_.set_step(progress_.step + 1);  // the step being worked on, counted from 1
       for (int micro = 0; micro < K; ++micro) {
         const auto t_wait = Clock::now();
         const Batch& b = loader.next();
@@ -320,14 +338,28 @@ TrainSummary Trainer::run() {
       tick = now;
       // Every rank decides from the same counters, so checkpoints are taken at the same step.
       const bool epoch_end = progress_.step_in_epoch == 0;
-      if ((c_.checkpoint_every > 0 && progress_.step % c_.checkpoint_every == 0) || epoch_end ||
-          progress_.step == total_steps_)
-        checkpoint();
+      const bool scheduled = (c_.checkpoint_every > 0 && progress_.step % c_.checkpoint_every == 0) || epoch_end ||
+                             progress_.step == total_steps_;
+      if (scheduled) checkpoint();
+      // A stop request on any rank (SIGTERM, SLURM's SIGUSR1) stops every rank
+      // here, at the same step, with a checkpoint.
+      if (stop_source_ && (sum.stopped_by = agree_on_stop()) != 0) {
+        if (!scheduled) checkpoint();
+        // No rank exits before rank 0 has the checkpoint on disk: a launcher
+        // ends the whole job at the first non-zero exit.
+        if (world > 1) {
+          CollectiveScope scope(&tracker_, CollectiveKind::StepAgreement, 1);
+          comm_.barrier();
+        }
+        bar.clear();
+        break;
+      }
       bar.update(s + 1, train.mean_loss(), train.count * world / seconds_since(t_epoch), s + 1 == steps_now);
     }
+    if (sum.stopped_by != 0) break;
     const double train_s = seconds_since(t_epoch);
     if (timeline_) timeline_->flush();
-    const Sums tr = train.reduced(comm_);
+    const Sums tr = train.reduced(comm_, tracker_, CollectiveKind::Metrics);
     const auto t_test = Clock::now();
     const EvalResult test = c_.eval ? evaluate() : EvalResult{};
     const double test_s = seconds_since(t_test);
@@ -359,6 +391,18 @@ TrainSummary Trainer::run() {
     }
   }
   sum.steps = progress_.step;
+  if (sum.stopped_by != 0) {
+    if (c_.checkpoint_dir.empty())
+      log_->warn("stopped by {} after step {}: no --checkpoint-dir, so nothing was saved", signal_name(sum.stopped_by),
+                 progress_.step);
+    else
+      log_->info("stopped by {} after step {}: checkpoint in {}; continue with --resume", signal_name(sum.stopped_by),
+                 progress_.step, c_.checkpoint_dir);
+    if (metrics)
+      metrics->write({{"type", "stopped"}, {"signal", signal_name(sum.stopped_by)}, {"step", progress_.step},
+                      {"checkpoint_dir", c_.checkpoint_dir}});
+    return sum;
+  }
   sum.images_per_sec = measured_seconds > 0 ? measured_images / measured_seconds : 0.0;
   sum.measured_seconds = measured_seconds;
 

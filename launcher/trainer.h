@@ -9,13 +9,19 @@
 //            identical.
 //   run()    collective: the training loop. Every rank runs the same number of
 //            steps; metrics are reduced over ranks; rank 0 alone logs at info,
-//            writes metrics, checkpoints and weights.
+//            writes metrics, checkpoints and weights. After every step the
+//            ranks agree on stop requests (set_stop_source): if any rank has
+//            one, all write a checkpoint and return early together.
+// tracker() says where this rank is in the job's collectives (the watchdog
+// reads it).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "checkpoint/checkpoint.h"
+#include "comm/collective_tracker.h"
 #include "comm/communicator.h"
 #include "core/logging.h"
 #include "data/dataset.h"
@@ -39,6 +45,7 @@ struct TrainSummary {
   double comm_wait_seconds = 0;  // step() waiting for gradient reduction, same steps as images_per_sec
   double measured_seconds = 0;   // training time those figures cover
   bool reached_target = false;   // --target-accuracy reached (then training stopped early)
+  int stopped_by = 0;            // the signal whose stop request ended training early (all ranks agreed), or 0
 };
 
 struct EvalResult {
@@ -55,10 +62,16 @@ class Trainer {
   void start();
   TrainSummary run();
 
+  CollectiveTracker& tracker() { return tracker_; }
+  // Polled at every step boundary: a non-zero value (a signal number) is a
+  // request to checkpoint and stop.
+  void set_stop_source(std::function<int()> source) { stop_source_ = std::move(source); }
+
  private:
   EvalResult evaluate();
   bool rank0() const { return comm_.rank() == 0; }
   void checkpoint();
+  int agree_on_stop();  // collective: the largest stop request of any rank
   DistributedOptions distributed_options() const;
 
   const TrainConfig& c_;
@@ -78,6 +91,8 @@ class Trainer {
   std::optional<std::string> resumed_from_;  // rank 0: the checkpoint loaded
   std::unique_ptr<Timeline> timeline_;
   std::string build_id_;
+  CollectiveTracker tracker_;
+  std::function<int()> stop_source_;
 };
 
 }  // namespace lockstep

@@ -9,8 +9,12 @@
 //      table of what differs;
 //   4. rank 0's state is broadcast and training runs. An error from here on
 //      is logged by the rank that hit it and ends the whole job (MPI_Abort).
+// A watchdog thread (comm/watchdog.h) ends the job when a collective waits
+// longer than --collective-timeout, naming the ranks that never arrived.
+// SIGTERM/SIGUSR1 stop every rank at the next step boundary with a checkpoint.
 // Exit codes: 0 success, 1 internal error, 2 bad input (flags, environment,
-// files) or ranks started differently.
+// files) or ranks started differently, 3 collective timeout (watchdog),
+// 75 stopped by SIGTERM/SIGUSR1 after writing a checkpoint (--resume continues).
 #include <spdlog/spdlog.h>
 
 #include <exception>
@@ -18,17 +22,21 @@
 #include <sstream>
 
 #include "blas_select.h"
+#include "comm/mpi_communicator.h"
 #include "comm/mpi_session.h"
+#include "comm/watchdog.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "options.h"
 #include "preflight.h"
+#include "stop_signals.h"
 #include "trainer.h"
 
 namespace {
 
 constexpr int kInternalError = 1;
 constexpr int kBadInput = 2;
+constexpr int kCollectiveTimeout = 3;
 
 struct Outcome {
   int code = 0;
@@ -132,6 +140,9 @@ int main(int argc, char** argv) {
     log->info("MPI provides only {}: every MPI call stays on the main thread (no overlap)", mpi->thread_level_name());
 
   // 3 and 4: collective from here on.
+  lockstep::StopSignals signals;
+  std::unique_ptr<lockstep::Watchdog> watchdog;
+  lockstep::TrainSummary summary;
   const Outcome run = capture([&] {
     const std::string diff = lockstep::preflight(*comm, trainer->fingerprint());
     if (!diff.empty()) {
@@ -140,10 +151,23 @@ int main(int argc, char** argv) {
                    diff.substr(0, diff.size() - 1));
       throw PreflightMismatch{};
     }
+    auto* mpi_comm = dynamic_cast<lockstep::MpiCommunicator*>(comm.get());
+    if (mpi_comm && config.collective_timeout_s > 0) {
+      lockstep::Watchdog::Options wo;
+      wo.timeout_s = config.collective_timeout_s;
+      wo.peer_reports = mpi->thread_multiple();
+      watchdog = std::make_unique<lockstep::Watchdog>(*mpi_comm, trainer->tracker(), wo, [&log](const std::string& m) {
+        log->error("{}", m);
+        log->flush();
+        lockstep::MpiSession::abort(kCollectiveTimeout);
+      });
+    }
+    trainer->set_stop_source([&signals] { return signals.pending(); });
     trainer->start();
-    trainer->run();
+    summary = trainer->run();
   });
-  if (run.code == 0) return 0;
+  watchdog.reset();
+  if (run.code == 0) return summary.stopped_by != 0 ? lockstep::kExitPreempted : 0;
   if (run.message.empty()) return run.code;  // preflight: every rank saw the same table, all exit together
   log->error("{}{}", world > 1 && rank == 0 ? "[rank 0] " : "", run.message);
   if (world > 1) lockstep::MpiSession::abort(run.code);
