@@ -8,6 +8,8 @@
 #      weights equal those of a 4-rank single-host mpirun of the same
 #      configuration (<= 1e-5 relative);
 #   3. a hostfile naming the absent address fails in seconds, before mpirun;
+#   3b. a host's link cut mid-training (--collective-timeout 5): the job ends
+#      within timeout + 10 s, rank 0 naming the ranks on the lost host;
 #   4. everything is torn down (also on failure) and the test checks that no
 #      namespace, bridge, veth, sshd or job process is left.
 # The subnet (10.213.X.0/24, X free on this host) and every name carry a
@@ -64,8 +66,9 @@ teardown() {
     ip netns del "$ns" 2> /dev/null
   done
   ip link del "$BR" 2> /dev/null
+  for v in "${VETH[@]}"; do ip link del "$v" 2> /dev/null; done
   local left
-  for _ in $(seq 50); do  # the kernel frees a namespace's veth a moment after the namespace goes
+  for _ in $(seq 100); do  # the kernel frees a namespace's veth a moment after the namespace goes
     left=$(leftovers)
     [[ -z $left ]] && break
     sleep 0.1
@@ -172,3 +175,47 @@ cat "$WORK/absent.log"
 [[ $took -lt 10 ]] && grep -q "host '$SUB.3'" "$WORK/absent.log" && [[ $(wc -l < "$WORK/absent.log") == 1 ]] ||
   { echo "FAIL: absent host: not one clear line within 10 s (${took} s)"; exit 1; }
 echo "ok: absent host refused in ${took} s"
+
+# --- 4. a host's link cut mid-training: the watchdog names the lost ranks ---
+# Known gap (docs/reliability.md): Open MPI's mpirun then waits for the lost
+# host's daemon instead of exiting, so the test measures when the job's ranks
+# are named and ended, reports whether mpirun exited, and ends mpirun itself.
+TIMEOUT=5
+"$RUN" --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" --model lenet --epochs 5 --no-eval --threads 1 \
+  --progress off --collective-timeout $TIMEOUT > "$WORK/cut.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do grep -q "^world:" "$WORK/cut.log" && break; sleep 0.1; done
+grep -q "^world: 4 ranks on 2 nodes" "$WORK/cut.log" || { cat "$WORK/cut.log"; echo "FAIL: link-cut job did not start"; exit 1; }
+sleep 1
+t0=$(date +%s.%N)
+ip link set "${VETH[1]}" down  # host b (ranks 2 and 3) loses its link
+named=""
+while [[ -z $named ]] && python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $t0 < $TIMEOUT + 10 else 1)"; do
+  grep -q "^error: collective timeout" "$WORK/cut.log" && named=$(date +%s.%N)
+  sleep 0.1
+done
+[[ -n $named ]] || { cat "$WORK/cut.log"; echo "FAIL: no collective timeout within $TIMEOUT + 10 s of the link cut"; exit 1; }
+grep "^error: collective timeout" "$WORK/cut.log"
+grep -qE "^error: collective timeout .*rank 2 \(host ${NS[1]}, pid [0-9]+\) has not reached.*rank 3 \(host ${NS[1]}," \
+  "$WORK/cut.log" || { cat "$WORK/cut.log"; echo "FAIL: the ranks behind the cut link were not named"; exit 1; }
+# Ranks 0 and 1 (host a) must be gone: the watchdog aborted them.
+for _ in $(seq 50); do
+  [[ -z $(ip netns pids "${NS[0]}" | xargs -r ps -o comm= -p | grep -x trainer) ]] && break
+  sleep 0.1
+done
+gone=$(date +%s.%N)
+left_a=$(ip netns pids "${NS[0]}" | xargs -r ps -o comm= -p | grep -cx trainer || true)
+echo "link of ${NS[1]} cut: ranks 2 and 3 named after $(python3 -c "print(f'{$named - $t0:.1f}')") s," \
+     "host a's ranks gone after $(python3 -c "print(f'{$gone - $t0:.1f}')") s (timeout $TIMEOUT s)"
+[[ $left_a == 0 ]] || { echo "FAIL: $left_a ranks still running on ${NS[0]}"; exit 1; }
+sleep 3
+if kill -0 $job 2> /dev/null; then
+  echo "known gap: mpirun still waits for the daemon on the lost host; the test ends it"
+  kill -9 $job 2> /dev/null
+  pkill -9 -f "ssh .*$WORK/ssh_config $SUB.2 " 2> /dev/null || true
+else
+  code=0
+  wait $job || code=$?
+  echo "mpirun exited with $code"
+fi
+echo "ok: cut link: the lost ranks named within the timeout, the reachable ranks ended"
