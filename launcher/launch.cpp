@@ -68,7 +68,7 @@ LaunchCommand build_launch(const LaunchConfig& c, const LaunchEnvironment& env) 
                    "inside SLURM allocation {} srun runs on the allocation's nodes: drop -H/--hostfile, or use "
                    "--launcher mpirun",
                    *env.slurm_job_id);
-    out.argv = {"srun", "--mpi=pmix"};
+    out.argv = {"srun", "--mpi=pmix", "--kill-on-bad-exit=1"};  // a rank that dies ends the step, as under mpirun
     if (c.np > 0) {
       out.argv.push_back("-n");
       out.argv.push_back(std::to_string(c.np));

@@ -73,10 +73,10 @@ expect_output "--hostfile (comments, blank lines, max_slots), -np from its slots
   clean "$RUN" --dry-run --hostfile "$WORK/hosts" --ssh-port 2222 --ssh-identity-file "$WORK/hosts" \
   --ssh-options "-F /x/y" --mpirun-args "--bind-to core" -- "$TRAINER" --lr 0.1
 expect_output "inside a SLURM allocation: srun --mpi=pmix" \
-  "srun --mpi=pmix -n 2 $TRAINER --model mlp" \
+  "srun --mpi=pmix --kill-on-bad-exit=1 -n 2 $TRAINER --model mlp" \
   clean SLURM_JOB_ID=42 "$RUN" --dry-run -np 2 "$TRAINER" --model mlp
 expect_output "inside a SLURM allocation, the allocation's task count" \
-  "NCCL_SOCKET_IFNAME=ib0 OMPI_MCA_btl_tcp_if_include=ib0 OMPI_MCA_oob_tcp_if_include=ib0 srun --mpi=pmix $TRAINER" \
+  "NCCL_SOCKET_IFNAME=ib0 OMPI_MCA_btl_tcp_if_include=ib0 OMPI_MCA_oob_tcp_if_include=ib0 srun --mpi=pmix --kill-on-bad-exit=1 $TRAINER" \
   clean SLURM_JOB_ID=42 "$RUN" --dry-run --network-interface ib0 "$TRAINER"
 expect_output "inside a SLURM allocation with --launcher mpirun" \
   "mpirun --map-by slot --bind-to none$ROOTFLAG $SSH $TRAINER" \
