@@ -187,7 +187,7 @@ DistributedOptions Trainer::distributed_options() const {
   o.overlap = c_.overlap;
   o.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16 : WireType::F32;
   o.timeline = timeline_.get();
-  o.tracker = const_cast<CollectiveTracker*>(&tracker_);
+  o.tracker = &tracker_;
   return o;
 }
 

@@ -91,7 +91,7 @@ class Trainer {
   std::optional<std::string> resumed_from_;  // rank 0: the checkpoint loaded
   std::unique_ptr<Timeline> timeline_;
   std::string build_id_;
-  CollectiveTracker tracker_;
+  mutable CollectiveTracker tracker_;  // progress record (atomics), written from const paths too
   std::function<int()> stop_source_;
 };
 

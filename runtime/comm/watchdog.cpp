@@ -98,15 +98,14 @@ std::string Watchdog::diagnose(int me, const CollectivePosition& mine, double ov
                                 : fmt::format("rank 0 last seen at {}, {:.1f} s ago", activity(table[0]), heard0));
 }
 
-Watchdog::Watchdog(const MpiCommunicator& comm, const CollectiveTracker& tracker, Options options,
+Watchdog::Watchdog(MpiCommunicator& comm, const CollectiveTracker& tracker, Options options,
                    OnTimeout on_timeout)
     : tracker_(tracker), options_(options), on_timeout_(std::move(on_timeout)) {
   LS_CHECK(options_.timeout_s > 0, "watchdog timeout {} s", options_.timeout_s);
-  MpiCommunicator& c = const_cast<MpiCommunicator&>(comm);
-  rank_ = c.rank();
-  size_ = c.size();
-  where_ = allgather_strings(c, where_am_i());
-  if (MPI_Comm_dup(c.handle(), &comm_) != MPI_SUCCESS) LS_THROW("MPI_Comm_dup for the watchdog failed");
+  rank_ = comm.rank();
+  size_ = comm.size();
+  where_ = allgather_strings(comm, where_am_i());
+  if (MPI_Comm_dup(comm.handle(), &comm_) != MPI_SUCCESS) LS_THROW("MPI_Comm_dup for the watchdog failed");
   thread_ = std::thread([this] { run(); });
 }
 

@@ -49,7 +49,7 @@ class Watchdog {
   using OnTimeout = std::function<void(const std::string&)>;
 
   // Collective over `comm` (learns every rank's host and pid).
-  Watchdog(const MpiCommunicator& comm, const CollectiveTracker& tracker, Options options, OnTimeout on_timeout);
+  Watchdog(MpiCommunicator& comm, const CollectiveTracker& tracker, Options options, OnTimeout on_timeout);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
