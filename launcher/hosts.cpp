@@ -13,11 +13,19 @@
 namespace lockstep {
 namespace {
 
+// Bytes outside printable ASCII as \xNN: a garbage line still gives one readable message line.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s)
+    out += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
+  return out;
+}
+
 int parse_count(const std::string& text, const std::string& where, const char* what) {
   int v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   LS_CHECK_INPUT(ec == std::errc() && p == text.data() + text.size() && v > 0 && v <= 4096,
-                 "{}: {} '{}' is not a whole number from 1 to 4096", where, what, text);
+                 "{}: {} '{}' is not a whole number from 1 to 4096", where, what, printable(text));
   return v;
 }
 
@@ -51,12 +59,13 @@ std::vector<Host> parse_hostfile(const std::string& path) {
     std::istringstream words(line);
     std::string name, word;
     if (!(words >> name)) continue;  // blank or comment
-    LS_CHECK_INPUT(valid_hostname(name), "{}: '{}' is not a host name", where, name);
+    LS_CHECK_INPUT(valid_hostname(name), "{}: '{}' is not a host name", where, printable(name));
     Host h{name, 1, "hostfile " + where};
     bool slots_seen = false;
     while (words >> word) {
       const size_t eq = word.find('=');
-      LS_CHECK_INPUT(eq != std::string::npos, "{}: '{}' is not of the form key=value (expected slots=N)", where, word);
+      LS_CHECK_INPUT(eq != std::string::npos, "{}: '{}' is not of the form key=value (expected slots=N)", where,
+                     printable(word));
       const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
       if (key == "slots") {
         LS_CHECK_INPUT(!slots_seen, "{}: slots given twice", where);
@@ -65,7 +74,7 @@ std::vector<Host> parse_hostfile(const std::string& path) {
       } else if (key == "max_slots" || key == "max-slots") {
         parse_count(value, where, "max_slots");  // accepted as Open MPI does; slots decide the mapping
       } else {
-        LS_INPUT_ERROR("{}: unknown key '{}' (expected slots=N or max_slots=N)", where, key);
+        LS_INPUT_ERROR("{}: unknown key '{}' (expected slots=N or max_slots=N)", where, printable(key));
       }
     }
     add(hosts, std::move(h));

@@ -6,8 +6,12 @@
 // Its own options come first; the first word that is not one of them (or
 // everything after "--") is the command. It checks the hosts (names resolve,
 // ssh ports answer), builds the mpirun or srun command (launch.h) and execs
-// it, so the job's exit code is lockstep-run's. --dry-run prints the command
+// runs it; the job's exit code is lockstep-run's. --dry-run prints the command
 // instead; --check prints a table of each host's ssh and trainer build.
+// mpirun runs as a watched child (supervise.h): when a rank reports that it is
+// ending the job and mpirun does not exit within --abort-grace seconds (a host
+// whose link is gone), lockstep-run ends it. srun is exec'd (SLURM ends a step
+// whose node is lost).
 // Exit codes: the job's; 2 for bad input or failed checks; 127 when the
 // launcher cannot be started.
 #include <unistd.h>
@@ -19,13 +23,16 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <set>
 
 #include "build_id.h"
 #include "core/error.h"
 #include "host_check.h"
 #include "hosts.h"
+#include "job_control.h"
 #include "launch.h"
+#include "supervise.h"
 
 namespace {
 
@@ -40,7 +47,8 @@ constexpr double kProbeSeconds = 3;
 // Options that take a value, as written on the command line.
 const std::set<std::string> kValueOptions = {"-np", "-n", "--np", "-H", "--hosts", "--hostfile",
                                              "--network-interface", "--launcher", "--ssh-port",
-                                             "--ssh-identity-file", "--ssh-options", "--mpirun-args"};
+                                             "--ssh-identity-file", "--ssh-options", "--mpirun-args",
+                                             "--abort-grace"};
 
 cxxopts::Options make_options() {
   cxxopts::Options o("lockstep-run",
@@ -63,6 +71,8 @@ cxxopts::Options make_options() {
       ("ssh-options", "more ssh options, as one string (e.g. \"-F cluster_ssh_config\")",
        cxxopts::value<std::string>())
       ("mpirun-args", "more mpirun arguments, as one string", cxxopts::value<std::string>())
+      ("abort-grace", "seconds mpirun gets to exit after a rank ends the job before lockstep-run ends it (default 5)",
+       cxxopts::value<std::string>())
       ("dry-run", "print the command and exit (no host checks)")
       ("check", "check every host: ssh reachable, same trainer build; print a table and exit")
       ("verbose", "print the command before running it")
@@ -148,6 +158,7 @@ std::string sibling_trainer() {
 
 struct Parsed {
   LaunchConfig config;
+  double abort_grace_s = 5;
   bool help = false, version = false, verbose = false;
   std::string help_text;
 };
@@ -200,6 +211,14 @@ Parsed parse(int argc, char** argv) {
   }
   if (r.count("ssh-options")) c.ssh_options = r["ssh-options"].as<std::string>();
   if (r.count("mpirun-args")) c.mpirun_args = r["mpirun-args"].as<std::string>();
+  if (r.count("abort-grace")) {
+    const std::string text = r["abort-grace"].as<std::string>();
+    double v = -1;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    LS_CHECK_INPUT(ec == std::errc() && p == text.data() + text.size() && v >= 0 && v <= 3600,
+                   "--abort-grace: '{}' is not a number of seconds from 0 to 3600", text);
+    out.abort_grace_s = v;
+  }
   c.dry_run = r.count("dry-run") > 0;
   c.check = r.count("check") > 0;
   out.verbose = r.count("verbose") > 0;
@@ -225,11 +244,24 @@ int run(int argc, char** argv) {
   }
   LS_CHECK_INPUT(!c.command.empty(), "no command to launch (usage: lockstep-run [options] TRAINER [ARGS...]; see --help)");
   c.command.front() = resolve_program(c.command.front());
-  const lockstep::LaunchCommand cmd = lockstep::build_launch(c, lockstep::capture_environment());
+  lockstep::LaunchCommand cmd = lockstep::build_launch(c, lockstep::capture_environment());
   if (c.dry_run) {
     for (const auto& [k, v] : cmd.env) std::cout << k << "=" << lockstep::shell_join({v}) << " ";
     std::cout << lockstep::shell_join(cmd.argv) << std::endl;
     return 0;
+  }
+  // The abort channel, for a real mpirun launch only: passed to the ranks as
+  // LOCKSTEP_RUN_CONTROL, forwarded like every LOCKSTEP_* variable.
+  std::unique_ptr<lockstep::AbortListener> listener;
+  if (cmd.launcher == "mpirun") {
+    try {
+      listener = std::make_unique<lockstep::AbortListener>(c.network_interface);
+      setenv(lockstep::kRunControlVariable, lockstep::format_control(listener->endpoint()).c_str(), 1);
+      cmd = lockstep::build_launch(c, lockstep::capture_environment());
+    } catch (const lockstep::Error& e) {
+      std::cerr << "lockstep-run: warning: no abort channel (" << e.what()
+                << "); a job with an unreachable host may not end by itself" << std::endl;
+    }
   }
   LS_CHECK_INPUT(on_path(cmd.launcher), "{} is not on PATH ({})", cmd.launcher,
                  cmd.launcher == "srun" ? "is SLURM installed here? or use --launcher mpirun"
@@ -238,6 +270,7 @@ int run(int argc, char** argv) {
     lockstep::require_reachable(c.hosts, lockstep::probe_hosts(c.hosts, c.ssh_port, kProbeSeconds));
   for (const auto& [k, v] : cmd.env) setenv(k.c_str(), v.c_str(), 1);
   if (p.verbose) std::cerr << "lockstep-run: " << lockstep::shell_join(cmd.argv) << std::endl;
+  if (cmd.launcher == "mpirun") return lockstep::supervise(cmd.argv, listener.get(), p.abort_grace_s);
   std::vector<char*> args;
   for (const auto& a : cmd.argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -4,6 +4,8 @@
 
 #include <cxxopts.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -12,13 +14,17 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <typeinfo>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "build_id.h"
 #include "core/error.h"
 #include "data/mnist.h"
+#include "job_control.h"
 #include "registry.h"
 
 extern char** environ;
@@ -27,6 +33,8 @@ namespace lockstep {
 namespace {
 
 constexpr const char* kEnvPrefix = "LOCKSTEP_";
+// LOCKSTEP_* variables that are not options: set by lockstep-run for its ranks.
+constexpr std::array<const char*, 1> kInternalVariables = {kRunControlVariable};
 
 // "fusion-threshold-mb" -> "LOCKSTEP_FUSION_THRESHOLD_MB"
 std::string env_name(const std::string& flag) {
@@ -121,7 +129,11 @@ cxxopts::Options make_options() {
       ("no-overlap", "reduce gradients after backward instead of during it", cxxopts::value<bool>()->default_value("false"))
       ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(d.grad_compression))
       ("collective-timeout", "seconds a collective may wait for other ranks before the job ends naming them (0 = no "
-       "watchdog)", f(d.collective_timeout_s));
+       "watchdog)", f(d.collective_timeout_s))
+      ("check-replicas-every", "compare a checksum of every rank's parameters every this many steps and stop, naming "
+       "the ranks that differ (0 = off)", s("0"))
+      ("inject-fault", "for reliability tests: replica-drift@RANK:STEP changes one parameter on RANK after STEP",
+       s(""));
   o.add_options("checkpoints")
       ("checkpoint-dir", "write checkpoints here (rank 0); created if missing", s(""))
       ("checkpoint-every", "also checkpoint every this many steps (0 = only at the end of each epoch)", s("0"))
@@ -165,6 +177,7 @@ std::vector<EnvArgument> env_arguments(const std::vector<std::string>& flags, st
     const std::string kv = *e;
     if (kv.rfind(kEnvPrefix, 0) != 0) continue;
     const std::string name = kv.substr(0, kv.find('='));
+    if (std::find(kInternalVariables.begin(), kInternalVariables.end(), name) != kInternalVariables.end()) continue;
     const std::string value = kv.substr(kv.find('=') + 1);
     bool known = false;
     for (const auto& flag : flags) {
@@ -196,6 +209,22 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<con
 
 void convert(const cxxopts::ParseResult& r, TrainConfig& c);
 void check_combinations(const TrainConfig& c);
+
+// The variables (of (flag, variable) pairs) whose "--flag" an error message
+// names, comma-separated; empty if none.
+std::string variables_behind(const std::string& m, const std::vector<std::pair<std::string, std::string>>& flag_variables) {
+  std::string from;
+  for (const auto& [flag, variable] : flag_variables) {
+    const std::string f = "--" + flag;
+    for (size_t p = m.find(f); p != std::string::npos; p = m.find(f, p + 1)) {
+      const size_t end = p + f.size();
+      if (end < m.size() && (std::isalnum(static_cast<unsigned char>(m[end])) || m[end] == '-')) continue;
+      from += (from.empty() ? "" : ", ") + variable;
+      break;
+    }
+  }
+  return from;
+}
 
 // An option's value as text: strings as they are, switches as true/false.
 std::string value_text(const cxxopts::ParseResult& r, const std::string& flag) {
@@ -241,17 +270,9 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
   try {
     check_combinations(c);
   } catch (const InputError& err) {  // name the variables behind the options the message names
-    std::string from;
-    const std::string& m = err.message();
-    for (const EnvArgument& e : env_args) {
-      const std::string f = "--" + e.flag;
-      for (size_t p = m.find(f); p != std::string::npos; p = m.find(f, p + 1)) {
-        const size_t end = p + f.size();
-        if (end < m.size() && (std::isalnum(static_cast<unsigned char>(m[end])) || m[end] == '-')) continue;
-        from += (from.empty() ? "" : ", ") + e.variable;
-        break;
-      }
-    }
+    std::vector<std::pair<std::string, std::string>> flag_variables;
+    for (const EnvArgument& e : env_args) flag_variables.emplace_back(e.flag, e.variable);
+    const std::string from = variables_behind(err.message(), flag_variables);
     if (from.empty()) throw;
     LS_INPUT_ERROR("{} (set by {})", err.message(), from);
   }
@@ -306,8 +327,12 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.dataset = one_of("dataset", str("dataset"), {"fashion-mnist", "mnist-format", "synthetic"});
   c.data_dir = str("data-dir");
   c.synthetic_shape = to_shape("synthetic-shape", str("synthetic-shape"));
-  LS_CHECK_INPUT(c.synthetic_shape.size() == 3 && c.synthetic_shape[0] > 0 && c.synthetic_shape[1] > 0 &&
-                     c.synthetic_shape[2] > 0 && c.synthetic_shape[0] * c.synthetic_shape[1] * c.synthetic_shape[2] <= (1 << 24),
+  // Each product is checked before the next, so none can overflow.
+  const auto& shape = c.synthetic_shape;
+  constexpr int64_t kMaxSample = 1 << 24;
+  LS_CHECK_INPUT(shape.size() == 3 && shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[0] <= kMaxSample &&
+                     shape[1] <= kMaxSample && shape[2] <= kMaxSample && shape[0] * shape[1] <= kMaxSample &&
+                     shape[0] * shape[1] * shape[2] <= kMaxSample,
                  "--synthetic-shape: '{}' must be three positive extents C,H,W", str("synthetic-shape"));
   c.synthetic_classes = i64("synthetic-classes");
   LS_CHECK_INPUT(c.synthetic_classes >= 2 && c.synthetic_classes <= 100000, "--synthetic-classes: {} must be in [2, 100000]",
@@ -320,8 +345,10 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.eval_batch_size = non_negative("eval-batch-size");
   c.target_accuracy = flt("target-accuracy");
   c.eval = !r["no-eval"].as<bool>();
-  c.accumulate_steps = static_cast<int>(positive("accumulate-steps"));
-  LS_CHECK_INPUT(c.accumulate_steps <= 4096, "--accumulate-steps: {} is more than 4096", c.accumulate_steps);
+  // Range checks before narrowing to int, so 4294967297 is refused, not read as 1.
+  const int64_t accumulate = positive("accumulate-steps");
+  LS_CHECK_INPUT(accumulate <= 4096, "--accumulate-steps: {} is more than 4096", accumulate);
+  c.accumulate_steps = static_cast<int>(accumulate);
   LS_CHECK_INPUT(c.target_accuracy >= 0.f && c.target_accuracy <= 1.f, "--target-accuracy: {} must be in [0, 1]",
                  c.target_accuracy);
   c.optimizer = one_of("optimizer", str("optimizer"), {"sgd", "adam", "adamw"});
@@ -340,8 +367,9 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.lr_gamma = flt("lr-gamma");
   LS_CHECK_INPUT(c.lr_gamma > 0.f && c.lr_gamma <= 1.f, "--lr-gamma: {} must be in (0, 1]", c.lr_gamma);
   c.seed = static_cast<uint64_t>(non_negative("seed"));
-  c.threads = static_cast<int>(non_negative("threads"));
-  LS_CHECK_INPUT(c.threads <= 1024, "--threads: {} is more than 1024", c.threads);
+  const int64_t threads = non_negative("threads");
+  LS_CHECK_INPUT(threads <= 1024, "--threads: {} is more than 1024", threads);
+  c.threads = static_cast<int>(threads);
   c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
@@ -355,9 +383,26 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
                  "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);
   c.grad_compression = one_of("grad-compression", str("grad-compression"), {"none", "fp16", "bf16"});
+  c.check_replicas_every = non_negative("check-replicas-every");
+  c.inject_fault = str("inject-fault");
+  if (!c.inject_fault.empty()) {
+    const std::string& spec = c.inject_fault;
+    const std::string kind = "replica-drift@";
+    const size_t colon = spec.find(':');
+    LS_CHECK_INPUT(spec.rfind(kind, 0) == 0 && colon != std::string::npos,
+                   "--inject-fault: '{}' is not replica-drift@RANK:STEP", spec);
+    const int64_t rank = to_int("inject-fault", spec.substr(kind.size(), colon - kind.size()));
+    const int64_t step = to_int("inject-fault", spec.substr(colon + 1));
+    LS_CHECK_INPUT(rank >= 0 && rank < 65536 && step >= 1, "--inject-fault: '{}' needs a rank >= 0 and a step >= 1",
+                   spec);
+    c.inject_rank = static_cast<int>(rank);
+    c.inject_step = step;
+  }
   c.checkpoint_dir = str("checkpoint-dir");
   c.checkpoint_every = non_negative("checkpoint-every");
-  c.keep_checkpoints = static_cast<int>(positive("keep-checkpoints"));
+  const int64_t keep = positive("keep-checkpoints");
+  LS_CHECK_INPUT(keep <= std::numeric_limits<int>::max(), "--keep-checkpoints: {} is too large", keep);
+  c.keep_checkpoints = static_cast<int>(keep);
   c.resume = r["resume"].as<bool>();
   c.metrics_file = str("metrics-file");
   c.timeline = str("timeline");
@@ -381,7 +426,16 @@ void check_combinations(const TrainConfig& c) {
 
 }  // namespace
 
-void validate_train_config(const TrainConfig& c, bool rank0) {
+namespace {
+
+// The run creates files in `dir` only once setup has succeeded: find out now
+// that it cannot (root passes access() except on a read-only file system).
+void check_writable(const char* flag, const std::filesystem::path& dir) {
+  LS_CHECK_INPUT(access(dir.c_str(), W_OK | X_OK) == 0, "--{}: cannot write to directory {} ({})", flag, dir.string(),
+                 std::strerror(errno));
+}
+
+void validate_paths(const TrainConfig& c, bool rank0) {
   namespace fs = std::filesystem;
   if (c.dataset != "synthetic")
     LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
@@ -390,6 +444,7 @@ void validate_train_config(const TrainConfig& c, bool rank0) {
     const fs::path p(c.timeline);
     const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
     LS_CHECK_INPUT(fs::is_directory(dir), "--timeline: directory {} does not exist", dir.string());
+    check_writable("timeline", dir);
   }
   if (!rank0) return;
   if (!c.checkpoint_dir.empty()) {
@@ -398,8 +453,10 @@ void validate_train_config(const TrainConfig& c, bool rank0) {
       const fs::path parent = d.has_parent_path() ? d.parent_path() : fs::path(".");
       LS_CHECK_INPUT(fs::is_directory(parent), "--checkpoint-dir: parent directory {} does not exist",
                      parent.string());
+      check_writable("checkpoint-dir", parent);
     } else {
       LS_CHECK_INPUT(fs::is_directory(d), "--checkpoint-dir: {} is not a directory", c.checkpoint_dir);
+      check_writable("checkpoint-dir", d);
     }
   }
   for (const auto& [flag, path] : {std::pair{"metrics-file", c.metrics_file}, std::pair{"save-weights", c.save_weights}}) {
@@ -408,9 +465,25 @@ void validate_train_config(const TrainConfig& c, bool rank0) {
     const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
     LS_CHECK_INPUT(fs::is_directory(dir), "--{}: directory {} does not exist", flag, dir.string());
     LS_CHECK_INPUT(!fs::is_directory(p), "--{}: {} is a directory", flag, path);
+    check_writable(flag, dir);
   }
   if (!c.load_weights.empty())
     LS_CHECK_INPUT(fs::is_regular_file(c.load_weights), "--load-weights: {} is not a file", c.load_weights);
+}
+
+}  // namespace
+
+void validate_train_config(const TrainConfig& c, bool rank0) {
+  try {
+    validate_paths(c, rank0);
+  } catch (const InputError& err) {  // name the variable when one, not the command line, set the option
+    std::vector<std::pair<std::string, std::string>> flag_variables;
+    for (const OptionSetting& s : c.settings)
+      if (s.source.rfind("LOCKSTEP_", 0) == 0) flag_variables.emplace_back(s.option, s.source);
+    const std::string from = variables_behind(err.message(), flag_variables);
+    if (from.empty()) throw;
+    LS_INPUT_ERROR("{} (set by {})", err.message(), from);
+  }
 }
 
 bool under_job_launcher() {
@@ -440,7 +513,8 @@ std::string config_json(const TrainConfig& c) {
                       {"seed", c.seed},
                       {"grad_op", c.grad_op},
                       {"grad_compression", c.grad_compression}};
-  return j.dump();
+  // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace lockstep

@@ -53,6 +53,12 @@ struct TrainConfig {
   bool overlap = true;              // reduce buckets during backward (--no-overlap)
   std::string grad_compression = "none";  // none | fp16 | bf16
   float collective_timeout_s = 300.f;     // watchdog: a collective older than this ends the job (0 = off)
+  int64_t check_replicas_every = 0;       // steps between parameter checksum comparisons (0 = off)
+  // Fault injection for the reliability tests: "replica-drift@RANK:STEP" nudges
+  // one parameter on RANK after STEP, so the replica guard has something to find.
+  std::string inject_fault;
+  int inject_rank = -1;
+  int64_t inject_step = 0;
   // checkpoints
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;     // steps; 0 = only at the end of each epoch

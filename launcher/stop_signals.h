@@ -5,7 +5,8 @@
 // stuck process can still be terminated.
 //
 // A signal handler can only reach static storage: the pending signal lives in
-// one `volatile sig_atomic_t` in stop_signals.cpp, read through this class.
+// one lock-free std::atomic<int> in stop_signals.cpp, read through this class
+// (from any thread).
 #pragma once
 
 namespace lockstep {

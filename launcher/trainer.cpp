@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "build_id.h"
 #include "checkpoint/weights.h"
@@ -112,8 +113,6 @@ void Trainer::setup() {
   oc.nesterov = c_.nesterov;
   oc.weight_decay = c_.weight_decay;
   opt_ = make_optimizer(model_->params(), oc);
-  if (!c_.timeline.empty())
-    timeline_ = std::make_unique<Timeline>(timeline_path_for_rank(c_.timeline, comm_.rank(), world), comm_.rank());
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
   steps_per_epoch_ = sampler_->steps_per_epoch();
@@ -130,8 +129,6 @@ void Trainer::setup() {
   sched_.validate();
 
   if (!rank0()) return;  // rank 0 reads weights and checkpoints; start() broadcasts them
-  if (!c_.checkpoint_dir.empty() && !std::filesystem::exists(c_.checkpoint_dir))
-    std::filesystem::create_directory(c_.checkpoint_dir);
   if (c_.resume) {
     auto loaded = load_latest_checkpoint(c_.checkpoint_dir, *model_, *opt_,
                                          [&](const std::string& w) { log_->warn("{}", w); });
@@ -175,6 +172,7 @@ Fingerprint Trainer::fingerprint() const {
                                            distributed_options().first_bucket_bytes)
                                   .size())},
       {"target-accuracy", fmt::format("{}", c_.target_accuracy)},
+      {"check-replicas-every", std::to_string(c_.check_replicas_every)},
       {"eval batch", std::to_string(eval_batch_)},
   };
 }
@@ -192,6 +190,10 @@ DistributedOptions Trainer::distributed_options() const {
 }
 
 void Trainer::start() {
+  // Opened only now that setup succeeded everywhere: bad input leaves no trace file.
+  if (!c_.timeline.empty())
+    timeline_ = std::make_unique<Timeline>(timeline_path_for_rank(c_.timeline, comm_.rank(), comm_.size()),
+                                           comm_.rank());
   // Collective: the distributed optimizer maps shared gradient memory when the
   // ranks share a host.
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
@@ -276,6 +278,41 @@ int Trainer::agree_on_stop() {
   return t.data<int32_t>()[0];
 }
 
+void Trainer::check_replicas() {
+  ParameterStore& params = model_->params();
+  const uint64_t mine = hash_bytes(params.values().data<float>(), static_cast<size_t>(params.padded_numel()) * 4);
+  if (comm_.size() == 1) return;
+  // One reduction gives min and max: max(h) and max(~h) = ~min(h).
+  Tensor t = Tensor::zeros(Shape{2}, DType::I64);
+  t.data<int64_t>()[0] = static_cast<int64_t>(mine);
+  t.data<int64_t>()[1] = ~static_cast<int64_t>(mine);
+  {
+    CollectiveScope scope(&tracker_, CollectiveKind::ReplicaCheck);
+    comm_.allreduce(t, ReduceOp::Max);
+  }
+  if (t.data<int64_t>()[0] == ~t.data<int64_t>()[1]) {
+    ++replica_checks_;
+    return;
+  }
+  // They differ: every rank is here. Learn who holds what (one allgather), take
+  // the largest group (rank 0's on a tie) as the reference, name the others.
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  const auto all = allgather_strings(comm_, fmt::format("{:016x}\thost {}, pid {}", mine, host, getpid()));
+  std::map<std::string, std::vector<int>> groups;  // checksum -> ranks
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) groups[all[r].substr(0, 16)].push_back(r);
+  std::string reference = all[0].substr(0, 16);
+  for (const auto& [sum, ranks] : groups)
+    if (ranks.size() > groups[reference].size()) reference = sum;
+  std::vector<std::string> named;
+  for (int r = 0; r < static_cast<int>(all.size()); ++r)
+    if (all[r].substr(0, 16) != reference)
+      named.push_back(fmt::format("rank {} ({}) has parameter checksum {}", r, all[r].substr(17), all[r].substr(0, 16)));
+  throw ReplicasDiverged(fmt::format(
+      "replicas diverged after step {}: {}; ranks {} have {} (--check-replicas-every {})", progress_.step,
+      fmt::join(named, "; "), format_ranks(groups[reference]), reference, c_.check_replicas_every));
+}
+
 TrainSummary Trainer::run() {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
@@ -325,6 +362,11 @@ TrainSummary Trainer::run() {
       }
       dopt_->step(sched_.lr(progress_.step));
       ++progress_.step;
+      if (c_.inject_rank == comm_.rank() && c_.inject_step == progress_.step) {
+        model_->params().values().data<float>()[0] += 1e-3f;  // --inject-fault replica-drift
+        log_->warn("fault injected: parameter 0 changed after step {}", progress_.step);
+      }
+      if (c_.check_replicas_every > 0 && progress_.step % c_.check_replicas_every == 0) check_replicas();
       if (++progress_.step_in_epoch == steps_per_epoch_) {
         ++progress_.epoch;
         progress_.step_in_epoch = 0;
@@ -403,6 +445,8 @@ TrainSummary Trainer::run() {
                       {"checkpoint_dir", c_.checkpoint_dir}});
     return sum;
   }
+  if (c_.check_replicas_every > 0)
+    log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
   sum.images_per_sec = measured_seconds > 0 ? measured_images / measured_seconds : 0.0;
   sum.measured_seconds = measured_seconds;
 

@@ -13,12 +13,15 @@
 //            ranks agree on stop requests (set_stop_source): if any rank has
 //            one, all write a checkpoint and return early together.
 // tracker() says where this rank is in the job's collectives (the watchdog
-// reads it).
+// reads it). With --check-replicas-every N, every N steps the ranks compare a
+// checksum of their parameters (one min/max reduction); if they differ, run()
+// throws ReplicasDiverged on every rank, naming the ranks that differ.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "checkpoint/checkpoint.h"
 #include "comm/collective_tracker.h"
@@ -34,6 +37,15 @@
 #include "profiling/timeline.h"
 
 namespace lockstep {
+
+// Exit code when the replica guard finds ranks whose parameters differ.
+constexpr int kExitReplicasDiverged = 4;
+
+// Thrown on every rank at once (all see the same reduction), so the job can
+// end without MPI_Abort; the message is the same on every rank.
+struct ReplicasDiverged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct TrainSummary {
   int64_t steps = 0;
@@ -72,6 +84,7 @@ class Trainer {
   bool rank0() const { return comm_.rank() == 0; }
   void checkpoint();
   int agree_on_stop();  // collective: the largest stop request of any rank
+  void check_replicas();  // collective: throws ReplicasDiverged when parameters differ across ranks
   DistributedOptions distributed_options() const;
 
   const TrainConfig& c_;
@@ -93,6 +106,7 @@ class Trainer {
   std::string build_id_;
   mutable CollectiveTracker tracker_;  // progress record (atomics), written from const paths too
   std::function<int()> stop_source_;
+  int64_t replica_checks_ = 0;  // passed so far
 };
 
 }  // namespace lockstep

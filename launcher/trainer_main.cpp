@@ -14,6 +14,7 @@
 // SIGTERM/SIGUSR1 stop every rank at the next step boundary with a checkpoint.
 // Exit codes: 0 success, 1 internal error, 2 bad input (flags, environment,
 // files) or ranks started differently, 3 collective timeout (watchdog),
+// 4 replicas diverged (--check-replicas-every),
 // 75 stopped by SIGTERM/SIGUSR1 after writing a checkpoint (--resume continues).
 #include <spdlog/spdlog.h>
 
@@ -27,6 +28,7 @@
 #include "comm/watchdog.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "job_control.h"
 #include "options.h"
 #include "preflight.h"
 #include "stop_signals.h"
@@ -54,6 +56,8 @@ Outcome capture(Fn&& fn) {
     return {};
   } catch (const lockstep::InputError& e) {
     return {kBadInput, e.message()};
+  } catch (const lockstep::ReplicasDiverged& e) {
+    return {lockstep::kExitReplicasDiverged, e.what()};
   } catch (const lockstep::Error& e) {
     return {kInternalError, e.what()};
   } catch (const std::exception& e) {
@@ -156,9 +160,11 @@ int main(int argc, char** argv) {
       lockstep::Watchdog::Options wo;
       wo.timeout_s = config.collective_timeout_s;
       wo.peer_reports = mpi->thread_multiple();
+      wo.stopping = [&signals] { return signals.pending() != 0; };
       watchdog = std::make_unique<lockstep::Watchdog>(*mpi_comm, trainer->tracker(), wo, [&log](const std::string& m) {
         log->error("{}", m);
         log->flush();
+        lockstep::notify_launcher_of_abort(kCollectiveTimeout);  // lockstep-run ends an mpirun that hangs on
         lockstep::MpiSession::abort(kCollectiveTimeout);
       });
     }
@@ -169,7 +175,14 @@ int main(int argc, char** argv) {
   watchdog.reset();
   if (run.code == 0) return summary.stopped_by != 0 ? lockstep::kExitPreempted : 0;
   if (run.message.empty()) return run.code;  // preflight: every rank saw the same table, all exit together
+  if (run.code == lockstep::kExitReplicasDiverged) {  // every rank found it in the same reduction: no abort
+    if (rank == 0) log->error("{}", run.message);
+    return run.code;
+  }
   log->error("{}{}", world > 1 && rank == 0 ? "[rank 0] " : "", run.message);
-  if (world > 1) lockstep::MpiSession::abort(run.code);
+  if (world > 1) {
+    lockstep::notify_launcher_of_abort(run.code);
+    lockstep::MpiSession::abort(run.code);
+  }
   return run.code;
 }

@@ -20,8 +20,19 @@ std::vector<std::string> model_names() {
 }
 
 std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spec, uint64_t seed) {
-  for (const auto& m : registry())
-    if (m.name == name) return std::make_unique<Model>(name, m.build(spec), spec.sample_shape, spec.num_classes, seed);
+  for (const auto& m : registry()) {
+    if (m.name != name) continue;
+    Sequential net;
+    try {  // the sample shape comes from the data: a layer that cannot take it is bad input
+      net = m.build(spec);
+    } catch (const InputError&) {
+      throw;
+    } catch (const Error& e) {
+      LS_INPUT_ERROR("--model {}: samples of shape {} are too small or do not fit ({})", name,
+                     spec.sample_shape.str(), e.message());
+    }
+    return std::make_unique<Model>(name, std::move(net), spec.sample_shape, spec.num_classes, seed);
+  }
   LS_INPUT_ERROR("--model '{}' is unknown (known: {})", name, fmt::join(model_names(), ", "));
 }
 

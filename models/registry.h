@@ -26,7 +26,8 @@ struct ModelInfo {
 
 const std::vector<ModelInfo>& registry();
 std::vector<std::string> model_names();
-// InputError naming the unknown model and the known ones.
+// InputError naming the unknown model and the known ones, or the model and a
+// sample shape its layers cannot take (e.g. 4x4 images for lenet).
 std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spec, uint64_t seed);
 
 // Builders (one file per model family).

@@ -16,6 +16,7 @@ PACKAGES=(
   python3 python3-numpy python3-venv python3-torch
   openssh-server openssh-client iproute2 util-linux procps   # cluster tests: namespace hosts with sshd
   slurm-wlm slurm-wlm-basic-plugins munge libpmix2            # cluster tests: a local SLURM (srun --mpi=pmix)
+  clang libclang-rt-dev libomp-dev                            # fuzzing (scripts/fuzz.sh): clang, libFuzzer, OpenMP
 )
 # A virtual environment over Debian's python3 (so it sees python3-torch) with
 # the reference `safetensors` package from PyPI (not packaged by Debian). The

@@ -6,8 +6,7 @@
 #include <filesystem>
 #include <regex>
 
-#include <zlib.h>
-
+#include "checkpoint/checksums.h"
 #include "checkpoint/safetensors.h"
 
 namespace lockstep {
@@ -16,33 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kFormat = "lockstep-checkpoint";
 constexpr const char* kVersion = "2";  // 2: CRC-32 per tensor and of the metadata
-
-uint32_t crc32_of(const void* data, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto* p = static_cast<const Bytef*>(data);
-  while (n > 0) {  // zlib takes uInt lengths
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, p, chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
-
-// The metadata's own checksum covers every other key and value, in key order.
-uint32_t metadata_crc(const std::map<std::string, std::string>& meta) {
-  std::string all;
-  for (const auto& [k, v] : meta) {
-    if (k == "metadata_crc32") continue;
-    all += k;
-    all += '\0';
-    all += v;
-    all += '\0';
-  }
-  return crc32_of(all.data(), all.size());
-}
-
-std::string hex32(uint32_t v) { return fmt::format("{:08x}", v); }
 
 int64_t step_of(const std::string& filename) {
   static const std::regex re(R"(ckpt-(\d{9})\.safetensors)");
@@ -72,25 +44,7 @@ std::string meta_str(const SafetensorsFile& f, const std::string& key) {
 // Validates `f` against the model and optimizer; throws InputError naming what differs.
 void validate(const SafetensorsFile& f, const Model& model, Optimizer& opt) {
   // Checksums first: a damaged file is reported as damaged, whatever else it says.
-  LS_CHECK_INPUT(hex32(metadata_crc(f.metadata())) == meta_str(f, "metadata_crc32"),
-                 "{}: metadata checksum mismatch (the file is damaged)", f.path());
-  const std::string sums = meta_str(f, "tensor_crc32");  // "name=crc;name=crc;..." in file order
-  size_t checked = 0;
-  for (size_t a = 0; a < sums.size();) {
-    size_t b = sums.find(';', a);
-    if (b == std::string::npos) b = sums.size();
-    const std::string item = sums.substr(a, b - a);
-    const size_t eq = item.rfind('=');
-    LS_CHECK_INPUT(eq != std::string::npos, "{}: malformed tensor checksum list", f.path());
-    const std::string name = item.substr(0, eq);
-    LS_CHECK_INPUT(f.contains(name), "{}: checksum for missing tensor '{}'", f.path(), name);
-    const auto& e = f.entry(name);
-    LS_CHECK_INPUT(hex32(crc32_of(e.data, e.nbytes())) == item.substr(eq + 1),
-                   "{}: tensor '{}' fails its checksum (the file is damaged)", f.path(), name);
-    ++checked;
-    a = b + 1;
-  }
-  LS_CHECK_INPUT(checked == f.names().size(), "{}: {} tensors but {} checksums", f.path(), f.names().size(), checked);
+  verify_checksums(f, /*required=*/true);
   LS_CHECK_INPUT(meta_str(f, "format") == kFormat && meta_str(f, "version") == kVersion,
                  "{}: not a lockstep checkpoint (format {} version {})", f.path(), meta_str(f, "format"),
                  meta_str(f, "version"));
@@ -165,14 +119,13 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
       {"world_size", std::to_string(info.world_size)},
       {"config", info.config_json},
   };
-  std::string sums;
-  for (const SafetensorsEntry& e : entries) {
-    LS_CHECK(e.name.find_first_of("=;") == std::string::npos, "tensor name '{}' has '=' or ';'", e.name);
-    sums += (sums.empty() ? "" : ";") + e.name + "=" + hex32(crc32_of(e.data, e.nbytes()));
-  }
-  meta["tensor_crc32"] = sums;
-  meta["metadata_crc32"] = hex32(metadata_crc(meta));
+  add_checksums(entries, meta);
   const std::string path = (fs::path(dir) / fmt::format("ckpt-{:09d}.safetensors", pr.step)).string();
+  // Created at the first write, not at start-up, so a run that fails before
+  // it leaves no empty directory behind.
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  LS_CHECK_INPUT(!ec, "--checkpoint-dir: cannot create {} ({})", dir, ec.message());
   remove_stale_temporaries(dir);
   write_safetensors(path, entries, meta);
   const std::vector<std::string> all = list_checkpoints(dir);
@@ -187,7 +140,10 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, M
                                                        const std::function<void(const std::string&)>& warn) {
   const std::vector<std::string> files = list_checkpoints(dir);
   if (files.empty()) return std::nullopt;
-  std::string last_error;
+  // Problems with newer files are reported only when an older one is then
+  // used; when none is usable the error alone says what is wrong (one line).
+  std::vector<std::string> skipped;
+  std::string newest_error;
   for (const std::string& path : files) {
     try {
       const SafetensorsFile f = SafetensorsFile::read(path);
@@ -210,13 +166,14 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, M
         std::memcpy(t->raw_data(), e.data, e.nbytes());
       }
       opt.set_steps(opt_steps);
+      for (const std::string& w : skipped) warn(w);
       return lc;
     } catch (const InputError& e) {
-      last_error = e.message();
-      warn(fmt::format("skipping checkpoint {}: {}", path, e.message()));
+      if (newest_error.empty()) newest_error = e.message();
+      skipped.push_back(fmt::format("skipping checkpoint {}: {}", path, e.message()));
     }
   }
-  LS_INPUT_ERROR("--resume: no usable checkpoint in {} ({} found; newest problem: {})", dir, files.size(), last_error);
+  LS_INPUT_ERROR("--resume: no usable checkpoint in {} ({} found; the newest: {})", dir, files.size(), newest_error);
 }
 
 }  // namespace lockstep

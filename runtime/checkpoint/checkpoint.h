@@ -6,12 +6,12 @@
 // world size and the configuration as JSON. All randomness in lockstep is
 // counter-based (shuffles from (seed, epoch), dropout from (seed, step, sample)),
 // so the progress counters are the whole RNG state. Every tensor's CRC-32 and
-// one of the metadata are stored too ("tensor_crc32", "metadata_crc32"), and
-// checked on load: a bit flipped anywhere in the file is found.
+// one of the metadata are stored too (checksums.h), and checked on load: a
+// bit flipped anywhere in the file is found.
 //
-// Written by rank 0 only, atomically (temporary, fsync, rename, directory
-// fsync): a crash leaves the previous checkpoint or the new one, never a torn
-// file. Old checkpoints beyond `keep` are deleted after the new one is in place;
+// Written by rank 0 only, into `dir` (created by the first write), atomically
+// (temporary, fsync, rename, directory fsync): a crash leaves the previous
+// checkpoint or the new one, never a torn file. Old checkpoints beyond `keep` are deleted after the new one is in place;
 // temporaries left by a writer that was killed mid-write are deleted before
 // the next write.
 #pragma once
@@ -49,10 +49,12 @@ struct LoadedCheckpoint {
 };
 
 // Loads the newest checkpoint in `dir` that is complete and matches the model
-// and optimizer into them. A damaged or mismatched newer file is reported
-// through `warn` and the next older one is tried. Returns nothing when the
-// directory has no usable checkpoint (a fresh start). Throws InputError when
-// checkpoints exist but none can be used, leaving model and optimizer untouched.
+// and optimizer into them. A damaged or mismatched newer file is skipped and
+// the next older one tried; the skipped ones are reported through `warn` once
+// an older one loads. Returns nothing when the directory has no checkpoint (a
+// fresh start). Throws InputError (one line, naming the newest file's problem,
+// nothing passed to `warn`) when checkpoints exist but none can be used,
+// leaving model and optimizer untouched.
 std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, Model& model, Optimizer& opt,
                                                        const std::function<void(const std::string&)>& warn);
 

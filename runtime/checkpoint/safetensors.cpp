@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/atomic_file.h"
@@ -18,6 +19,17 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 void put_u64_le(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+// A header value quoted in an error message: one short line, and never a
+// dump of nested values (a hostile header can nest arrays a million deep, and
+// dump() recurses once per level).
+std::string excerpt(const nlohmann::json& j) {
+  if (j.is_structured())
+    for (const auto& e : j)
+      if (e.is_structured()) return j.is_array() ? "[nested arrays]" : "{nested objects}";
+  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 80) s = s.substr(0, 72) + "...(cut)";
+  return s;
 }
 uint64_t get_u64_le(const uint8_t* p) {
   uint64_t v = 0;
@@ -100,28 +112,31 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
                    "{}: tensor '{}' lacks dtype, shape or data_offsets", path, name);
     LS_CHECK_INPUT(v["dtype"].is_string(), "{}: tensor '{}' has a non-string dtype", path, name);
     const auto dtype = dtype_from_name(v["dtype"].get<std::string>());
-    LS_CHECK_INPUT(dtype.has_value(), "{}: tensor '{}' has unsupported dtype {}", path, name, v["dtype"].dump());
+    LS_CHECK_INPUT(dtype.has_value(), "{}: tensor '{}' has unsupported dtype {}", path, name, excerpt(v["dtype"]));
     const auto& js = v["shape"];
     LS_CHECK_INPUT(js.is_array() && js.size() <= static_cast<size_t>(Shape::kMaxDims),
-                   "{}: tensor '{}' has an invalid shape {}", path, name, js.dump());
+                   "{}: tensor '{}' has an invalid shape {}", path, name, excerpt(js));
     std::vector<int64_t> dims;
     uint64_t numel = 1;
     for (const auto& d : js) {
-      LS_CHECK_INPUT(d.is_number_unsigned(), "{}: tensor '{}' has an invalid shape {}", path, name, js.dump());
+      LS_CHECK_INPUT(d.is_number_unsigned(), "{}: tensor '{}' has an invalid shape {}", path, name, excerpt(js));
       const uint64_t n = d.get<uint64_t>();
+      // After a 0 extent the size check below passes anything; extents are int64.
+      LS_CHECK_INPUT(n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                     "{}: tensor '{}' has an invalid shape {}", path, name, excerpt(js));
       LS_CHECK_INPUT(n == 0 || numel <= data_size / n, "{}: tensor '{}' shape {} is larger than the file", path, name,
-                     js.dump());
+                     excerpt(js));
       numel *= n;
       dims.push_back(static_cast<int64_t>(n));
     }
     const auto& off = v["data_offsets"];
     LS_CHECK_INPUT(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
-                   "{}: tensor '{}' has invalid data_offsets {}", path, name, off.dump());
+                   "{}: tensor '{}' has invalid data_offsets {}", path, name, excerpt(off));
     const uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
     LS_CHECK_INPUT(b <= e && e <= data_size, "{}: tensor '{}' data_offsets [{}, {}] outside the {} data bytes", path,
                    name, b, e, data_size);
     LS_CHECK_INPUT(e - b == numel * size_of(*dtype),
-                   "{}: tensor '{}' is {} {} but data_offsets span {} bytes", path, name, js.dump(),
+                   "{}: tensor '{}' is {} {} but data_offsets span {} bytes", path, name, excerpt(js),
                    dtype_name(*dtype), e - b);
     spans.push_back({b, e, st.entries_.size()});
     st.entries_.push_back({name, *dtype, Shape(std::span<const int64_t>(dims)), data + b});

@@ -1,8 +1,9 @@
-// Weights save/load with strict name, shape and dtype checks.
+// Weights save/load with checksums and strict name, shape and dtype checks.
 #include "checkpoint/weights.h"
 
 #include <cstring>
 
+#include "checkpoint/checksums.h"
 #include "checkpoint/safetensors.h"
 
 namespace lockstep {
@@ -13,12 +14,15 @@ void save_weights(const std::string& path, const Model& model, std::map<std::str
     entries.push_back({p.name, DType::F32, p.shape, p.value.raw_data()});
   metadata["format"] = "pt";
   metadata["lockstep_model"] = model.name();
+  add_checksums(entries, metadata);
   write_safetensors(path, entries, metadata);
 }
 
 void load_weights(const std::string& path, Model& model) {
   const SafetensorsFile f = SafetensorsFile::read(path);
-  // Validate everything before touching the model.
+  // Validate everything before touching the model. Files from other tools
+  // carry no checksums; ours do, so damage to them is named as such.
+  verify_checksums(f, /*required=*/false);
   for (const auto& p : model.params().params()) {
     LS_CHECK_INPUT(f.contains(p.name), "{}: missing tensor '{}' that model {} needs", path, p.name, model.name());
     const auto& e = f.entry(p.name);

@@ -10,11 +10,13 @@
 
 namespace lockstep {
 
-// `metadata` is stored next to the model name (e.g. the input normalisation).
+// `metadata` is stored next to the model name (e.g. the input normalisation)
+// and the CRC-32 checksums of checksums.h.
 void save_weights(const std::string& path, const Model& model, std::map<std::string, std::string> metadata = {});
 // Every parameter must be present with its exact shape and dtype F32, and the
-// file may hold nothing else; otherwise an InputError names the difference and
-// the model is left unchanged.
+// file may hold nothing else, and checksums, when the file has them, must
+// match; otherwise an InputError names the difference and the model is left
+// unchanged.
 void load_weights(const std::string& path, Model& model);
 
 }  // namespace lockstep

@@ -23,7 +23,8 @@ enum class CollectiveKind : int32_t {
   StateBroadcast,
   Metrics,
   Evaluation,
-  StepAgreement,    // the per-step reduction of stop requests (preemption, replica checks)
+  StepAgreement,    // the per-step reduction of stop requests (preemption)
+  ReplicaCheck,     // min/max reduction of the parameter checksums (--check-replicas-every)
   Checkpoint,       // not a collective (no seq): rank 0 writing a checkpoint, so reports can say so
 };
 inline bool is_collective(CollectiveKind k) { return k != CollectiveKind::None && k != CollectiveKind::Checkpoint; }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 
 #include "comm/communicator.h"
@@ -17,6 +18,7 @@ namespace {
 constexpr int kTagToRoot = 1;    // rank r -> rank 0: r's position
 constexpr int kTagFromRoot = 2;  // rank 0 -> rank r: rank 0's position
 constexpr int kFields = 6;       // seq, step, kind, detail, inside, age in ms
+constexpr double kQuietSeconds = 2.0;  // no report for this long (8 missed reports): cut off
 using Record = std::array<int64_t, kFields>;
 
 Record encode(const CollectivePosition& p, int64_t now_ns) {
@@ -58,6 +60,7 @@ std::string describe_collective(CollectiveKind kind, int32_t detail) {
     case CollectiveKind::Metrics: return "metrics reduction";
     case CollectiveKind::Evaluation: return "evaluation reduction";
     case CollectiveKind::StepAgreement: return "step agreement";
+    case CollectiveKind::ReplicaCheck: return "replica check";
     case CollectiveKind::Checkpoint: return "checkpoint writing";
   }
   return "collective";
@@ -65,15 +68,27 @@ std::string describe_collective(CollectiveKind kind, int32_t detail) {
 
 std::string Watchdog::diagnose(int me, const CollectivePosition& mine, double overdue_s,
                                const std::vector<CollectivePosition>& table, const std::vector<double>& heard_s_ago,
-                               const std::vector<std::string>& where, double timeout_s) {
+                               const std::vector<std::string>& where, double timeout_s,
+                               const std::string& reason) {
+  const std::string what =
+      reason.empty() ? fmt::format("collective timeout (--collective-timeout {:g} s)", timeout_s) : reason;
   const std::string waiting = fmt::format("step {} {}", mine.step, describe_collective(mine.kind, mine.detail));
+  // Reports arrive every 0.25 s: a rank quiet for kQuietSeconds (or the whole
+  // timeout, if shorter) is cut off even when it had reached this collective
+  // just before it went quiet (a link cut mid-collective).
+  const double quiet_s = std::min(timeout_s, kQuietSeconds);
   std::vector<std::string> culprits;
   for (size_t r = 0; r < table.size(); ++r) {
     if (static_cast<int>(r) == me || heard_s_ago[r] < 0) continue;  // myself, or no knowledge of r
     const CollectivePosition& p = table[r];
     const bool behind = p.seq < mine.seq;
-    const bool silent = heard_s_ago[r] > timeout_s;
+    const bool silent = heard_s_ago[r] > quiet_s;
     if (!behind && !silent) continue;
+    if (!behind) {
+      culprits.push_back(fmt::format("rank {} ({}) reached {} but has not been heard from for {:.1f} s (unreachable?)",
+                                     r, where[r], waiting, heard_s_ago[r]));
+      continue;
+    }
     const std::string last = p.seq == 0 && p.step == 0 && heard_s_ago[r] > timeout_s
                                  ? std::string("never heard from")
                                  : fmt::format("last seen at {}, {:.1f} s ago", activity(p), heard_s_ago[r]);
@@ -83,17 +98,15 @@ std::string Watchdog::diagnose(int me, const CollectivePosition& mine, double ov
   if (!culprits.empty()) {
     std::string msg = culprits.front();
     for (size_t i = 1; i < culprits.size(); ++i) msg += "; " + culprits[i];
-    return fmt::format("collective timeout (--collective-timeout {:g} s): {}", timeout_s, msg);
+    return fmt::format("{}: {}", what, msg);
   }
   if (me == 0)
-    return fmt::format("collective timeout (--collective-timeout {:g} s): {} has not completed on rank 0 after {:.0f} s "
-                       "although every rank reached it and reported within the timeout (a network problem between "
-                       "ranks?)",
-                       timeout_s, waiting, overdue_s);
+    return fmt::format("{}: {} has not completed on rank 0 after {:.0f} s although every rank reached it and "
+                       "reported within the timeout (a network problem between ranks?)",
+                       what, waiting, overdue_s);
   const double heard0 = heard_s_ago.empty() ? -1 : heard_s_ago[0];
-  return fmt::format("collective timeout (--collective-timeout {:g} s): {} has not completed on rank {} ({}) after "
-                     "{:.0f} s, and rank 0 did not end the job ({})",
-                     timeout_s, waiting, me, where[static_cast<size_t>(me)], overdue_s,
+  return fmt::format("{}: {} has not completed on rank {} ({}) after {:.0f} s, and rank 0 did not end the job ({})",
+                     what, waiting, me, where[static_cast<size_t>(me)], overdue_s,
                      heard0 < 0 ? std::string("no reports from rank 0")
                                 : fmt::format("rank 0 last seen at {}, {:.1f} s ago", activity(table[0]), heard0));
 }
@@ -172,7 +185,8 @@ void Watchdog::run() {
       }
     }
     const CollectivePosition mine = tracker_.position();
-    if (mine.inside && is_collective(mine.kind) && now - mine.since_ns > limit_ns) {
+    const bool waiting = mine.inside && is_collective(mine.kind);
+    auto heard_ago = [&] {
       std::vector<double> ago(static_cast<size_t>(size_), -1.0);
       for (int r = 0; r < size_; ++r) {
         const auto i = static_cast<size_t>(r);
@@ -180,9 +194,22 @@ void Watchdog::run() {
         if (rank_ == 0 ? (peers && r != 0) : (peers && r == 0 && known[i]))
           ago[i] = static_cast<double>(now - heard[i]) / 1e9;
       }
-      on_timeout_(diagnose(rank_, mine, static_cast<double>(now - mine.since_ns) / 1e9, table, ago, where_,
-                           options_.timeout_s));
+      return ago;
+    };
+    const double overdue_s = static_cast<double>(now - mine.since_ns) / 1e9;
+    if (waiting && now - mine.since_ns > limit_ns) {
+      on_timeout_(diagnose(rank_, mine, overdue_s, table, heard_ago(), where_, options_.timeout_s));
       return;  // on_timeout ends the process; if it returns, stop watching
+    }
+    if (waiting && peers && overdue_s > options_.stopping_timeout_s && options_.stopping && options_.stopping()) {
+      const std::vector<double> ago = heard_ago();
+      const bool someone_silent =
+          std::any_of(ago.begin(), ago.end(), [](double s) { return s > kQuietSeconds; });
+      if (someone_silent) {
+        on_timeout_(diagnose(rank_, mine, overdue_s, table, ago, where_, options_.timeout_s,
+                             "cannot stop at a step boundary (a stop was requested; a rank is gone)"));
+        return;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -17,9 +17,10 @@
 //
 // A frozen rank (SIGSTOP), a rank stuck in compute, a lost host (cut link),
 // a rank that died under a launcher that does not kill the job: all end as a
-// timeout with the ranks named. Needs MPI_THREAD_MULTIPLE (the reports run
-// beside the collectives); with less, the watchdog still times out locally
-// but cannot name other ranks.
+// timeout with the ranks named. While a stop is pending, a stuck collective
+// with a silent peer ends the job after Options::stopping_timeout_s. Needs
+// MPI_THREAD_MULTIPLE (the reports run beside the collectives); with less,
+// the watchdog still times out locally but cannot name other ranks.
 #pragma once
 
 #include <mpi.h>
@@ -43,6 +44,13 @@ class Watchdog {
     double report_every_s = 0.25;
     double grace_s = 3;          // extra wait on ranks other than 0 before they speak
     bool peer_reports = true;    // false without MPI_THREAD_MULTIPLE: local detection only
+    // A stop was requested (SIGTERM/SIGUSR1): the ranks must reach the next
+    // step boundary to checkpoint. If instead this rank's collective waits
+    // longer than stopping_timeout_s while a rank it watches is silent (a
+    // dead peer: SLURM then SIGTERMs the survivors and SIGKILLs them only
+    // after KillWait), the job ends now rather than wait for the timeout.
+    std::function<bool()> stopping;
+    double stopping_timeout_s = 5;
   };
   // Called once, on the watchdog thread, with the message; must end the
   // process (the launcher logs it and calls MPI_Abort).
@@ -59,7 +67,8 @@ class Watchdog {
   // seconds since each rank's last report (0 for this rank).
   static std::string diagnose(int me, const CollectivePosition& mine, double overdue_s,
                               const std::vector<CollectivePosition>& table, const std::vector<double>& heard_s_ago,
-                              const std::vector<std::string>& where, double timeout_s);
+                              const std::vector<std::string>& where, double timeout_s,
+                              const std::string& reason = "");
 
  private:
   void run();

@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -22,8 +23,11 @@ struct GzCloser {
 };
 using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 
-// Reads exactly n bytes or explains why not.
-void read_exact(gzFile f, const std::string& path, void* dst, size_t n, const char* what) {
+// Reads exactly n bytes or explains why not. For a part read in pieces, the
+// message counts from its start: `before` bytes of it were read already, and
+// it is `whole` bytes long.
+void read_exact(gzFile f, const std::string& path, void* dst, size_t n, const char* what, size_t before = 0,
+                size_t whole = 0) {
   size_t done = 0;
   while (done < n) {
     const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
@@ -38,7 +42,8 @@ void read_exact(gzFile f, const std::string& path, void* dst, size_t n, const ch
       const char* msg = gzerror(f, &err);
       if (err != Z_OK && err != Z_BUF_ERROR)
         LS_INPUT_ERROR("{}: corrupt compressed data while reading the {} ({})", path, what, msg);
-      LS_INPUT_ERROR("{}: file is truncated: the {} needs {} bytes, only {} present", path, what, n, done);
+      LS_INPUT_ERROR("{}: file is truncated: the {} needs {} bytes, only {} present", path, what,
+                     whole ? whole : n, before + done);
     }
     done += static_cast<size_t>(got);
   }
@@ -72,8 +77,15 @@ IdxArray read_idx(const std::string& path) {
     total *= n;
     a.dims.push_back(n);
   }
-  a.data.resize(static_cast<size_t>(total));
-  read_exact(f.get(), path, a.data.data(), a.data.size(), "data");
+  // Grown as the data arrives, so a header that claims gigabytes costs memory
+  // only for the bytes actually there (gzip does not say its size up front).
+  size_t have = 0;
+  while (have < static_cast<size_t>(total)) {
+    const size_t chunk = std::min<size_t>(static_cast<size_t>(total) - have, std::max<size_t>(have, size_t{1} << 20));
+    a.data.resize(have + chunk);
+    read_exact(f.get(), path, a.data.data() + have, chunk, "data", have, static_cast<size_t>(total));
+    have += chunk;
+  }
   char extra;
   const int more = gzread(f.get(), &extra, 1);
   LS_CHECK_INPUT(more == 0, "{}: unexpected bytes after the {} elements the header describes", path, total);

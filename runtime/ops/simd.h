@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#if defined(__x86_64__) && !defined(__clang__)
+// Not under TSan: gcc instruments the clones' ifunc resolver, which the
+// dynamic loader runs before the TSan runtime is up (a segfault at start-up).
+#if defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define LS_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define LS_SIMD_CLONES
@@ -56,6 +58,15 @@ typedef float f8 __attribute__((vector_size(32)));
 
 #define LS_INLINE inline __attribute__((always_inline))
 
+// Two-operand shuffle with constant indices into the concatenation of a and b:
+// GCC's __builtin_shuffle; clang (the fuzz build) spells it __builtin_shufflevector.
+typedef int i8 __attribute__((vector_size(32)));
+#if defined(__clang__)
+#define LS_SHUFFLE8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define LS_SHUFFLE8(a, b, ...) __builtin_shuffle(a, b, i8{__VA_ARGS__})
+#endif
+
 LS_INLINE f8 load8(const float* p) {
   f8 v;
   __builtin_memcpy(&v, p, sizeof v);
@@ -66,17 +77,15 @@ LS_INLINE f8 splat8(float x) { return f8{x, x, x, x, x, x, x, x}; }
 
 // p[0..15] -> even = p[0], p[2], ..., odd = p[1], p[3], ...
 LS_INLINE void deinterleave8(const float* p, f8& even, f8& odd) {
-  typedef int i8 __attribute__((vector_size(32)));
   const f8 a = load8(p), b = load8(p + 8);
-  even = __builtin_shuffle(a, b, i8{0, 2, 4, 6, 8, 10, 12, 14});
-  odd = __builtin_shuffle(a, b, i8{1, 3, 5, 7, 9, 11, 13, 15});
+  even = LS_SHUFFLE8(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+  odd = LS_SHUFFLE8(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
 }
 
 // p[2i] = even[i], p[2i+1] = odd[i] for i < 8 (16 floats written).
 LS_INLINE void interleave8(float* p, f8 even, f8 odd) {
-  typedef int i8 __attribute__((vector_size(32)));
-  store8(p, __builtin_shuffle(even, odd, i8{0, 8, 1, 9, 2, 10, 3, 11}));
-  store8(p + 8, __builtin_shuffle(even, odd, i8{4, 12, 5, 13, 6, 14, 7, 15}));
+  store8(p, LS_SHUFFLE8(even, odd, 0, 8, 1, 9, 2, 10, 3, 11));
+  store8(p + 8, LS_SHUFFLE8(even, odd, 4, 12, 5, 13, 6, 14, 7, 15));
 }
 
 }  // namespace lockstep::ops
@@ -86,21 +95,20 @@ namespace lockstep::ops {
 // In-register 8x8 transpose: r[i][k] <-> r[k][i] (the standard unpack/shuffle/
 // permute sequence, written as generic shuffles GCC maps onto those instructions).
 LS_INLINE void transpose8x8(f8* r) {
-  typedef int i8 __attribute__((vector_size(32)));
   f8 t[8], u[8];
   for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shuffle(r[i], r[i + 1], i8{0, 8, 1, 9, 4, 12, 5, 13});
-    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], i8{2, 10, 3, 11, 6, 14, 7, 15});
+    t[i] = LS_SHUFFLE8(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = LS_SHUFFLE8(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
   for (int i = 0; i < 8; i += 4) {
-    u[i] = __builtin_shuffle(t[i], t[i + 2], i8{0, 1, 8, 9, 4, 5, 12, 13});
-    u[i + 1] = __builtin_shuffle(t[i], t[i + 2], i8{2, 3, 10, 11, 6, 7, 14, 15});
-    u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], i8{0, 1, 8, 9, 4, 5, 12, 13});
-    u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], i8{2, 3, 10, 11, 6, 7, 14, 15});
+    u[i] = LS_SHUFFLE8(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 1] = LS_SHUFFLE8(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[i + 2] = LS_SHUFFLE8(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 3] = LS_SHUFFLE8(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
   }
   for (int i = 0; i < 4; ++i) {
-    r[i] = __builtin_shuffle(u[i], u[i + 4], i8{0, 1, 2, 3, 8, 9, 10, 11});
-    r[i + 4] = __builtin_shuffle(u[i], u[i + 4], i8{4, 5, 6, 7, 12, 13, 14, 15});
+    r[i] = LS_SHUFFLE8(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[i + 4] = LS_SHUFFLE8(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
 }
 

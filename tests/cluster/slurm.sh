@@ -10,7 +10,10 @@
 # failure) and the test checks that no daemon or job process is left.
 # Then the shipped examples, scripts/slurm/train.sbatch and
 # train-multinode.sbatch, submitted as a user would (directives overridden for
-# this 1-node, GPU-less cluster), must train too.
+# this 1-node, GPU-less cluster), must train too. Last, a task of a running
+# lockstep-run job is killed with SIGKILL: srun (--kill-on-bad-exit=1) must
+# end the step naming the task, the job must fail, and every trainer must be
+# gone within 30 s.
 # usage: slurm.sh LOCKSTEP_RUN TRAINER SOURCE_DIR
 set -euo pipefail
 RUN=$(readlink -f "$1") TRAINER=$(readlink -f "$2") SRC=$(readlink -f "$3")
@@ -192,7 +195,59 @@ for example in train train-multinode; do
   grep -q "world: 2 ranks on 1 node" "$out" && grep -qE "\(test\) acc: [0-9.]+%" "$out" ||
     { echo "FAIL: scripts/slurm/$example.sbatch output does not show 2 ranks and the test accuracy"; fail=1; }
 done
+# A task killed mid-training under lockstep-run -> srun --kill-on-bad-exit=1:
+# the step must end, naming the task, every trainer gone within 30 s, and the
+# job must fail.
+cat > "$WORK/jobs/dead_task.sbatch" << EOF
+#!/bin/bash
+#SBATCH --job-name=dead-task
+#SBATCH --ntasks=2
+#SBATCH --output=$WORK/jobs/%x-%j.out
+$RUN $TRAINER --model lenet --epochs 5 --no-eval --threads 1 --progress off --metrics-file $WORK/jobs/dead-task.jsonl
+EOF
+live_tasks() {
+  for p in $(pgrep -f -- "--metrics-file $WORK/jobs/dead-task" || true); do
+    awk '$3 !~ /^Z/ {print $1}' "/proc/$p/stat" 2> /dev/null
+  done
+}
+jobid=$(timeout 10 sbatch --parsable "$WORK/jobs/dead_task.sbatch")
+out=$WORK/jobs/dead-task-$jobid.out
+for _ in $(seq 600); do grep -q "^world:" "$out" 2> /dev/null && break; sleep 0.1; done
+victim=""
+for p in $(live_tasks); do
+  tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "SLURM_PROCID=1" && victim=$p
+done
+if [[ -z $victim ]]; then
+  echo "FAIL: dead-task job: training did not start or task 1 not found"; cat "$out" 2> /dev/null; fail=1
+else
+  t0=$(date +%s.%N)
+  kill -9 "$victim"
+  gone="" tasks_gone=""
+  while [[ -z $gone ]] && python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $t0 < 30 else 1)"; do
+    [[ -z $tasks_gone && -z $(live_tasks) ]] && tasks_gone=$(date +%s.%N)
+    [[ -n $tasks_gone && -z $(timeout 5 squeue -h -j "$jobid" 2> /dev/null) ]] && gone=$(date +%s.%N)
+    sleep 0.2
+  done
+  grep -E "task 1|error" "$out" || true
+  job_exit=$(timeout 5 scontrol show job "$jobid" -o 2> /dev/null | grep -o " ExitCode=[0-9:]*" | cut -d= -f2)
+  if [[ -z $gone ]]; then
+    echo "FAIL: dead-task job: tasks or the job still there 30 s after the kill" \
+         "(trainers gone after: ${tasks_gone:+$(python3 -c "print(f'{$tasks_gone - $t0:.1f}')") s}${tasks_gone:-never})"
+    fail=1
+    for p in $(live_tasks); do ps -o pid=,stat=,args= -p "$p" | cut -c1-150; done
+    timeout 5 squeue -j "$jobid"
+    timeout 5 scancel "$jobid" 2> /dev/null
+  elif ! grep -q "task 1: Killed" "$out"; then
+    echo "FAIL: dead-task job: the killed task was not named"; cat "$out"; fail=1
+  elif [[ -z $job_exit || $job_exit == 0:0 ]]; then
+    echo "FAIL: dead-task job: job exit code '$job_exit', expected non-zero"; fail=1
+  else
+    echo "dead task under srun: task 1 killed, step and job ended (job exit $job_exit): every trainer and srun gone after" \
+         "$(python3 -c "print(f'{$tasks_gone - $t0:.1f}')") s, job out of the queue after" \
+         "$(python3 -c "print(f'{$gone - $t0:.1f}')") s (gate 30 s)"
+  fi
+fi
 grep -q "^srun --mpi=pmix " "$(ls "$WORK"/jobs/lockstep-run-*.out)" ||
   { echo "FAIL: lockstep-run inside the allocation did not launch with srun --mpi=pmix"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: sbatch with lockstep-run (srun --mpi=pmix), with mpirun, and the two shipped examples"
+[[ $fail == 0 ]] && echo "ok: sbatch with lockstep-run (srun --mpi=pmix), with mpirun, the two shipped examples, and a killed task"
 exit $fail

@@ -19,7 +19,13 @@ case_() {  # name, signal, ranks, rank to signal
   "${launch[@]}" "$TRAINER" $ARGS --checkpoint-dir "$WORK/ckpt-$name" --save-weights "$WORK/resumed-$name.safetensors" \
     > "$WORK/$name.log" 2>&1 &
   local job=$!
-  if [[ $n -gt 1 ]]; then wait_for_training "$WORK/$name.log" 60 || fail "$name: training did not start"; sleep 1; else sleep 2; fi
+  # The stop handlers are installed before the first "batch ..." line (a fixed
+  # sleep was too short for a slow start, e.g. under ASan: the signal came first).
+  if [[ $n -gt 1 ]]; then wait_for_training "$WORK/$name.log" 60 || fail "$name: training did not start"; sleep 1
+  else
+    for ((i = 0; i < 600; i++)); do grep -q "^batch " "$WORK/$name.log" 2> /dev/null && break; sleep 0.1; done
+    grep -q "^batch " "$WORK/$name.log" || fail "$name: training did not start"; sleep 1
+  fi
   local pid
   if [[ $n -gt 1 ]]; then pid=$(rank_pid "$target"); else pid=$job; fi
   [[ -n $pid ]] || fail "$name: no process to signal"

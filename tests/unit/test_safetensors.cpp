@@ -168,6 +168,17 @@ TEST_CASE("model weights round-trip and reject mismatches without touching the m
   flipped[9] ^= 0x40;  // inside the JSON header
   write_bytes(dir.file("flip.safetensors"), flipped);
   expect_error(dir.file("flip.safetensors"), dir.file("flip.safetensors"));
+  // A bit flipped in tensor data still parses: the stored CRC-32 finds it.
+  auto flipped_data = bytes;
+  flipped_data[bytes.size() - 3] ^= 0x10;
+  write_bytes(dir.file("flip-data.safetensors"), flipped_data);
+  expect_error(dir.file("flip-data.safetensors"), "fails its checksum (the file is damaged)");
+
+  // Weights from other tools carry no checksums and still load.
+  write_safetensors(dir.file("plain.safetensors"), entries);
+  auto c = models::build_model("lenet", {}, 4);
+  load_weights(dir.file("plain.safetensors"), *c);
+  CHECK(c->params().values().to_vector() == a->params().values().to_vector());
 }
 
 TEST_CASE("a failed write leaves the existing file untouched and no temporary behind", "[safetensors]") {
@@ -182,4 +193,16 @@ TEST_CASE("a failed write leaves the existing file untouched and no temporary be
   CHECK_THROWS_AS(write_safetensors(dir.file("no/such/dir/w.safetensors"), {{"a", DType::F32, Shape{1}, &one}}),
                   InputError);
   CHECK(dir.entries() == std::vector<std::string>{"w.safetensors"});
+}
+
+// Found by review while fuzzing (tests/fuzz/): too large to keep in the fuzz corpus.
+TEST_CASE("a shape nested a million arrays deep is an input error, not a stack overflow", "[safetensors]") {
+  TempDir dir;
+  const size_t depth = 1'000'000;
+  const std::string header = R"({"t":{"dtype":"F32","shape":)" + std::string(depth, '[') + std::string(depth, ']') +
+                             R"(,"data_offsets":[0,0]}})";
+  write_bytes(dir.file("deep.safetensors"), file_with_header(header, 0));
+  const std::string msg = read_error(dir.file("deep.safetensors"));
+  CHECK(msg.find("invalid shape [nested arrays]") != std::string::npos);
+  CHECK(msg.size() < 200);
 }
