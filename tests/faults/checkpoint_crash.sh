@@ -18,7 +18,10 @@ for i in $(seq "$RUNS"); do
   mpirun -np 2 "$TRAINER" $ARGS --checkpoint-dir "$dir" > "$WORK/run.log" 2>&1 &
   job=$!
   wait_for_training "$WORK/run.log" 60 || fail "run $i: training did not start"
-  sleep "$(python3 -c "import random; print(random.uniform(0, 1.5))")"
+  # Kill while checkpoints are being written: after the first one is on disk
+  # (on a loaded machine start-up can outlast a fixed delay), at a random moment.
+  for _ in $(seq 600); do ls "$dir" 2> /dev/null | grep -q '^ckpt-' && break; sleep 0.1; done
+  sleep "$(python3 -c "import random; print(random.uniform(0, 1.0))")"
   writer=$(rank_pid 0)
   [[ -n $writer ]] || { wait $job; echo "run $i: finished before the kill; not counted"; continue; }
   kill -KILL "$writer"
