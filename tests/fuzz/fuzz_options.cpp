@@ -71,8 +71,10 @@ void check_config(const TrainConfig& c) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static NullBuffer null_buffer;
-  static const bool quiet = (std::cout.rdbuf(&null_buffer), unset_lockstep_variables(), true);
+  // Never destroyed: std::cout keeps using it until the last static destructor
+  // (libstdc++ flushes cout at exit, after a function-local static is gone).
+  static NullBuffer* const null_buffer = new NullBuffer;
+  static const bool quiet = (std::cout.rdbuf(null_buffer), unset_lockstep_variables(), true);
   (void)quiet;
   std::vector<std::string> args{"trainer"};
   const std::string text(reinterpret_cast<const char*>(data), size);
