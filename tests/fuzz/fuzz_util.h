@@ -16,6 +16,7 @@
 #include "nn/layers.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
+#include "temp_dir.h"
 
 namespace lockstep::fuzz {
 
@@ -25,30 +26,18 @@ namespace lockstep::fuzz {
   std::abort();
 }
 
+using ScratchDir = lockstep::testing::TempDir;
+
+// On /dev/shm when it exists (inputs are written there every iteration).
+inline std::filesystem::path scratch_base() {
+  return std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                  : std::filesystem::temp_directory_path();
+}
+
 // Removed when the process exits normally (a crashing input leaves it behind,
 // which is what one wants for a post-mortem).
-class ScratchDir {
- public:
-  ScratchDir() {
-    namespace fs = std::filesystem;
-    const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    std::string tmpl = (base / "lockstep-fuzz-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) fail("cannot create the scratch directory");
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
 inline ScratchDir& scratch() {
-  static ScratchDir dir;
+  static ScratchDir dir(scratch_base());
   return dir;
 }
 

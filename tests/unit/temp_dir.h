@@ -1,9 +1,11 @@
-// A temporary directory for one test, removed with everything in it afterwards.
+// A temporary directory for one test (or one fuzzing process), removed with
+// everything in it afterwards. `base` defaults to the system temp directory.
 #pragma once
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -11,8 +13,8 @@ namespace lockstep::testing {
 
 class TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "lockstep-test-XXXXXX").string();
+  explicit TempDir(const std::filesystem::path& base = std::filesystem::temp_directory_path()) {
+    std::string tmpl = (base / "lockstep-test-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     path_ = tmpl;
   }
