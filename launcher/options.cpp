@@ -23,6 +23,7 @@
 
 #include "build_id.h"
 #include "core/error.h"
+#include "data/cifar10.h"
 #include "data/mnist.h"
 #include "job_control.h"
 #include "registry.h"
@@ -92,12 +93,20 @@ cxxopts::Options make_options() {
   for (const auto& m : models::model_names()) models += (models.empty() ? "" : ", ") + m;
   o.add_options("model and data")
       ("model", "model: " + models, s(d.model))
-      ("dataset", "fashion-mnist, mnist-format (any MNIST-style IDX directory) or synthetic", s(d.dataset))
-      ("data-dir", "directory of the IDX files", s(kFashionMnistDir))
-      ("synthetic-shape", "synthetic sample shape C,H,W", s("1,28,28"))
-      ("synthetic-classes", "synthetic class count", s(std::to_string(d.synthetic_classes)))
-      ("synthetic-samples", "synthetic training samples (test: a sixth, at least one batch)",
-       s(std::to_string(d.synthetic_samples)));
+      ("dataset", "fashion-mnist, mnist-format (any MNIST-style IDX directory), cifar10 (binary format) or synthetic",
+       s(d.dataset))
+      ("data-dir", "directory of the IDX files (cifar10: of data_batch_1.bin ... data_batch_5.bin, test_batch.bin)",
+       s(kFashionMnistDir))
+      ("augment", "training-batch augmentation: auto (crop-flip for cifar10, none otherwise), none, or crop-flip "
+       "(random crop with 4-pixel zero padding, horizontal flip with p=0.5)", s(d.augment))
+      ("synthetic-shape", "synthetic sample shape C,H,W (default: the model's input, e.g. 1,28,28 for lenet)", s(""))
+      ("synthetic-classes", "synthetic class count (default: the model's, e.g. 10)", s(""))
+      ("synthetic-samples", "synthetic training samples (test: a sixth, at least one batch; --benchmark: enough for "
+       "the run)", s(std::to_string(d.synthetic_samples)))
+      ("image-size", "height and width of synthetic and --benchmark samples (0 = the model's; an explicit "
+       "--synthetic-shape wins)", s("0"))
+      ("benchmark", "throughput benchmark: synthetic data shaped for --model, no evaluation, images/s and ms per step "
+       "at the end (first 5 steps excluded)", cxxopts::value<bool>()->default_value("false"));
   o.add_options("schedule")
       ("epochs", "training epochs", s(std::to_string(d.epochs)))
       ("max-steps", "stop after this many optimizer steps (0 = no limit)", s("0"))
@@ -118,6 +127,14 @@ cxxopts::Options make_options() {
       ("warmup-epochs", "linear learning-rate warmup (fractional epochs allowed)", f(d.warmup_epochs))
       ("lr-step-epochs", "step schedule: multiply by --lr-gamma every this many epochs", f(d.lr_step_epochs))
       ("lr-gamma", "step schedule decay factor", f(d.lr_gamma))
+      ("lr-scaling", "none, or linear: the learning rate is --lr x global batch / --base-batch-size (Goyal et al.; "
+       "--warmup-epochs then ramps from --lr)", s(d.lr_scaling))
+      ("base-batch-size", "the global batch --lr is meant for (--lr-scaling linear)",
+       s(std::to_string(d.base_batch_size)))
+      ("no-decay-bn-bias", "no weight decay on biases and batch-norm parameters",
+       cxxopts::value<bool>()->default_value("false"))
+      ("label-smoothing", "cross-entropy against (1 - eps) x one-hot + eps / classes; eps in [0, 1)",
+       f(d.label_smoothing))
       ("seed", "seed for initialisation, shuffling and dropout", s(std::to_string(d.seed)));
   o.add_options("execution")
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
@@ -127,6 +144,8 @@ cxxopts::Options make_options() {
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
        f(d.first_bucket_mb))
       ("no-overlap", "reduce gradients after backward instead of during it", cxxopts::value<bool>()->default_value("false"))
+      ("sync-batchnorm", "batch norm layers normalise with the statistics of the whole global batch (all ranks) "
+       "instead of each rank's own", cxxopts::value<bool>()->default_value("false"))
       ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(d.grad_compression))
       ("collective-timeout", "seconds a collective may wait for other ranks before the job ends naming them (0 = no "
        "watchdog)", f(d.collective_timeout_s))
@@ -324,27 +343,48 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   const std::vector<std::string> known = models::model_names();
   LS_CHECK_INPUT(std::find(known.begin(), known.end(), c.model) != known.end(), "--model: '{}' is unknown (known: {})",
                  c.model, fmt::join(known, ", "));
-  c.dataset = one_of("dataset", str("dataset"), {"fashion-mnist", "mnist-format", "synthetic"});
+  c.dataset = one_of("dataset", str("dataset"), {"fashion-mnist", "mnist-format", "cifar10", "synthetic"});
   c.data_dir = str("data-dir");
-  c.synthetic_shape = to_shape("synthetic-shape", str("synthetic-shape"));
+  c.augment = one_of("augment", str("augment"), {"auto", "none", "crop-flip"});
+  // Synthetic samples take the model's input shape and class count unless
+  // given; --image-size sets H and W of that default shape.
+  const models::ModelInfo& info = models::model_info(c.model);
+  constexpr int64_t kMaxSample = 1 << 24;
+  c.image_size = non_negative("image-size");
+  if (r.count("synthetic-shape")) {
+    c.synthetic_shape = to_shape("synthetic-shape", str("synthetic-shape"));
+  } else {
+    c.synthetic_shape = {info.default_shape[0], info.default_shape[1], info.default_shape[2]};
+    if (c.image_size > 0) {
+      const int64_t channels = c.synthetic_shape[0];
+      LS_CHECK_INPUT(c.image_size <= 4096 && channels * c.image_size * c.image_size <= kMaxSample,
+                     "--image-size: {} makes {} x {} x {} values per sample, more than {}", c.image_size, channels,
+                     c.image_size, c.image_size, kMaxSample);
+      c.synthetic_shape[1] = c.synthetic_shape[2] = c.image_size;
+    }
+  }
   // Each product is checked before the next, so none can overflow.
   const auto& shape = c.synthetic_shape;
-  constexpr int64_t kMaxSample = 1 << 24;
   LS_CHECK_INPUT(shape.size() == 3 && shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[0] <= kMaxSample &&
                      shape[1] <= kMaxSample && shape[2] <= kMaxSample && shape[0] * shape[1] <= kMaxSample &&
                      shape[0] * shape[1] * shape[2] <= kMaxSample,
                  "--synthetic-shape: '{}' must be three positive extents C,H,W", str("synthetic-shape"));
-  c.synthetic_classes = i64("synthetic-classes");
+  c.synthetic_classes = r.count("synthetic-classes") ? i64("synthetic-classes") : info.default_classes;
   LS_CHECK_INPUT(c.synthetic_classes >= 2 && c.synthetic_classes <= 100000, "--synthetic-classes: {} must be in [2, 100000]",
                  c.synthetic_classes);
   c.synthetic_samples = positive("synthetic-samples");
+  // --benchmark: synthetic data unless --dataset says otherwise (check_combinations
+  // refuses that), no evaluation, samples for the run's steps unless given.
+  c.benchmark = r["benchmark"].as<bool>();
+  if (c.benchmark && !r.count("dataset")) c.dataset = "synthetic";
+  if (c.benchmark && !r.count("synthetic-samples")) c.synthetic_samples = 0;
   c.epochs = positive("epochs");
   c.max_steps = non_negative("max-steps");
   c.batch_size = positive("batch-size");
   c.global_batch_size = non_negative("global-batch-size");
   c.eval_batch_size = non_negative("eval-batch-size");
   c.target_accuracy = flt("target-accuracy");
-  c.eval = !r["no-eval"].as<bool>();
+  c.eval = !r["no-eval"].as<bool>() && !c.benchmark;
   // Range checks before narrowing to int, so 4294967297 is refused, not read as 1.
   const int64_t accumulate = positive("accumulate-steps");
   LS_CHECK_INPUT(accumulate <= 4096, "--accumulate-steps: {} is more than 4096", accumulate);
@@ -366,6 +406,12 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.lr_step_epochs >= 0.f, "--lr-step-epochs: {} must not be negative", c.lr_step_epochs);
   c.lr_gamma = flt("lr-gamma");
   LS_CHECK_INPUT(c.lr_gamma > 0.f && c.lr_gamma <= 1.f, "--lr-gamma: {} must be in (0, 1]", c.lr_gamma);
+  c.lr_scaling = one_of("lr-scaling", str("lr-scaling"), {"none", "linear"});
+  c.base_batch_size = positive("base-batch-size");
+  c.decay_bn_bias = !r["no-decay-bn-bias"].as<bool>();
+  c.label_smoothing = flt("label-smoothing");
+  LS_CHECK_INPUT(c.label_smoothing >= 0.f && c.label_smoothing < 1.f, "--label-smoothing: {} must be in [0, 1)",
+                 c.label_smoothing);
   c.seed = static_cast<uint64_t>(non_negative("seed"));
   const int64_t threads = non_negative("threads");
   LS_CHECK_INPUT(threads <= 1024, "--threads: {} is more than 1024", threads);
@@ -379,6 +425,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.first_bucket_mb > 0.f && c.first_bucket_mb <= 4096.f, "--first-bucket-mb: {} must be in (0, 4096]",
                  c.first_bucket_mb);
   c.overlap = !r["no-overlap"].as<bool>();
+  c.sync_batchnorm = r["sync-batchnorm"].as<bool>();
   c.collective_timeout_s = flt("collective-timeout");
   LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
                  "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);
@@ -417,11 +464,23 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
 // environment variable alone (LOCKSTEP_CHECKPOINT_EVERY needs the directory
 // that LOCKSTEP_CHECKPOINT_DIR or --checkpoint-dir gives).
 void check_combinations(const TrainConfig& c) {
+  LS_CHECK_INPUT(!c.benchmark || c.dataset == "synthetic",
+                 "--benchmark and --dataset {}: benchmark mode trains on synthetic data shaped for the model (drop "
+                 "--dataset)", c.dataset);
+  LS_CHECK_INPUT(!c.benchmark || c.target_accuracy == 0.f,
+                 "--benchmark and --target-accuracy: benchmark mode does not evaluate");
+  LS_CHECK_INPUT(c.image_size == 0 || c.dataset == "synthetic",
+                 "--image-size and --dataset {}: --image-size shapes synthetic samples (--dataset synthetic or "
+                 "--benchmark); {} keeps its own", c.dataset, c.dataset);
   LS_CHECK_INPUT(c.eval || c.target_accuracy == 0.f, "--target-accuracy needs evaluation (drop --no-eval)");
   LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
   LS_CHECK_INPUT(c.lr_schedule != "step" || c.lr_step_epochs > 0.f, "--lr-schedule step needs --lr-step-epochs > 0");
   LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
+  LS_CHECK_INPUT(c.dataset != "cifar10" || c.data_dir != kFashionMnistDir,
+                 "--dataset cifar10 needs --data-dir: the directory of data_batch_1.bin ... data_batch_5.bin and "
+                 "test_batch.bin (from {})",
+                 kCifar10Url);
 }
 
 }  // namespace
@@ -486,6 +545,11 @@ void validate_train_config(const TrainConfig& c, bool rank0) {
   }
 }
 
+std::string augmentation(const TrainConfig& c) {
+  if (c.augment != "auto") return c.augment;
+  return c.dataset == "cifar10" ? "crop-flip" : "none";
+}
+
 bool under_job_launcher() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_JOB_ID"})
     if (std::getenv(v) != nullptr) return true;
@@ -496,6 +560,7 @@ std::string config_json(const TrainConfig& c) {
   nlohmann::json j = {{"model", c.model},
                       {"dataset", c.dataset},
                       {"data_dir", c.data_dir},
+                      {"augment", augmentation(c)},
                       {"epochs", c.epochs},
                       {"max_steps", c.max_steps},
                       {"batch_size", c.batch_size},
@@ -510,6 +575,10 @@ std::string config_json(const TrainConfig& c) {
                       {"warmup_epochs", c.warmup_epochs},
                       {"lr_step_epochs", c.lr_step_epochs},
                       {"lr_gamma", c.lr_gamma},
+                      {"lr_scaling", c.lr_scaling},
+                      {"base_batch_size", c.base_batch_size},
+                      {"decay_bn_bias", c.decay_bn_bias},
+                      {"label_smoothing", c.label_smoothing},
                       {"seed", c.seed},
                       {"grad_op", c.grad_op},
                       {"grad_compression", c.grad_compression}};

@@ -19,11 +19,14 @@ struct OptionSetting {
 struct TrainConfig {
   // model and data
   std::string model = "lenet";
-  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist-format | synthetic
+  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist-format | cifar10 | synthetic
   std::string data_dir;                   // default: /usr/share/datasets/fashion-mnist
-  std::vector<int64_t> synthetic_shape{1, 28, 28};
-  int64_t synthetic_classes = 10;
-  int64_t synthetic_samples = 10000;
+  std::string augment = "auto";           // auto (crop-flip for cifar10, else none) | none | crop-flip
+  std::vector<int64_t> synthetic_shape{1, 28, 28};  // default: the model's input (models/registry.h)
+  int64_t synthetic_classes = 10;                  // default: the model's
+  int64_t synthetic_samples = 10000;               // 0 (--benchmark without it): enough for the run's steps
+  int64_t image_size = 0;                          // H = W of synthetic samples (0 = the model's)
+  bool benchmark = false;  // synthetic data shaped for the model, no evaluation, images/s and ms per step at the end
   // schedule
   int64_t epochs = 10;
   int64_t max_steps = 0;  // 0 = no limit
@@ -43,6 +46,11 @@ struct TrainConfig {
   float warmup_epochs = 0.f;
   float lr_step_epochs = 0.f;  // step schedule: decay every this many epochs
   float lr_gamma = 0.1f;
+  // The large-batch recipe (launcher/recipe.h)
+  std::string lr_scaling = "none";  // none | linear: the LR is lr x global batch / base_batch_size
+  int64_t base_batch_size = 256;    // the global batch --lr is meant for
+  bool decay_bn_bias = true;        // --no-decay-bn-bias: no weight decay on parameters declared decay=false
+  float label_smoothing = 0.f;      // cross-entropy target (1 - eps) onehot + eps / classes
   uint64_t seed = 42;
   // execution
   int threads = 0;  // 0 = cores / local processes
@@ -51,6 +59,7 @@ struct TrainConfig {
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
   bool overlap = true;              // reduce buckets during backward (--no-overlap)
+  bool sync_batchnorm = false;      // batch norm statistics over all ranks' samples, not each rank's
   std::string grad_compression = "none";  // none | fp16 | bf16
   float collective_timeout_s = 300.f;     // watchdog: a collective older than this ends the job (0 = off)
   int64_t check_replicas_every = 0;       // steps between parameter checksum comparisons (0 = off)
@@ -94,6 +103,10 @@ std::string describe_settings(const TrainConfig& config);
 
 // The configuration as JSON (stored in checkpoints).
 std::string config_json(const TrainConfig& config);
+
+// The augmentation of training batches --augment resolves to: "none" or
+// "crop-flip" (auto: crop-flip for cifar10, none for the other data sets).
+std::string augmentation(const TrainConfig& config);
 
 // True when a job launcher (mpirun, srun, any PMI/PMIx launcher) started this
 // process. Their output goes to logs even when it looks like a terminal, so

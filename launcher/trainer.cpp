@@ -16,12 +16,15 @@
 #include "checkpoint/weights.h"
 #include "core/cpu.h"
 #include "core/hash.h"
+#include "data/augment.h"
+#include "data/cifar10.h"
 #include "data/loader.h"
 #include "data/mnist.h"
 #include "data/synthetic.h"
 #include "metrics.h"
 #include "nn/loss.h"
 #include "progress.h"
+#include "recipe.h"
 #include "registry.h"
 #include "stop_signals.h"
 
@@ -33,6 +36,18 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // Warm-up steps excluded from the summary's images/s.
 constexpr int64_t kWarmupSteps = 5;
+
+// --benchmark without --synthetic-samples: epochs of this many steps, or of
+// --max-steps / --epochs (rounded up), so the run has the steps asked for.
+constexpr int64_t kBenchmarkStepsPerEpoch = 50;
+int64_t benchmark_samples(const TrainConfig& c, int64_t global_batch) {
+  const int64_t steps =
+      c.max_steps > 0 ? c.max_steps / c.epochs + (c.max_steps % c.epochs != 0) : kBenchmarkStepsPerEpoch;
+  LS_CHECK_INPUT(steps <= (int64_t{1} << 40) / global_batch,
+                 "--benchmark: {} steps of {} samples per epoch are too many (give --synthetic-samples)", steps,
+                 global_batch);
+  return steps * global_batch;
+}
 
 int available_cores() {
   cpu_set_t set;
@@ -61,6 +76,29 @@ struct Sums {
   }
   double mean_loss() const { return count > 0 ? loss / count : 0.0; }
   double acc() const { return count > 0 ? correct / count : 0.0; }
+};
+
+// Sums batch norm statistics over the ranks for --sync-batchnorm. Runs on the
+// training thread with the trainer's communicator; gradient buckets travel on
+// the communication thread's own duplicate, so the two never mix.
+class CommStatsReducer final : public StatsReducer {
+ public:
+  CommStatsReducer(Communicator& comm, CollectiveTracker& tracker) : comm_(comm), tracker_(tracker) {}
+  void sum(double* values, int64_t n) override {
+    if (buf_.numel() < n) buf_ = Tensor::zeros(Shape{n}, DType::F64);
+    Tensor t = buf_.narrow_rows(n);
+    std::copy_n(values, n, t.data<double>());
+    {
+      CollectiveScope scope(&tracker_, CollectiveKind::BatchNormSync);
+      comm_.allreduce(t, ReduceOp::Sum);
+    }
+    std::copy_n(t.data<double>(), n, values);
+  }
+
+ private:
+  Communicator& comm_;
+  CollectiveTracker& tracker_;
+  Tensor buf_;
 };
 
 std::string param_signature(const ParameterStore& params) {
@@ -95,10 +133,15 @@ void Trainer::setup() {
 
   if (c_.dataset == "synthetic") {
     const Shape shape{c_.synthetic_shape[0], c_.synthetic_shape[1], c_.synthetic_shape[2]};
-    train_ = std::make_unique<SyntheticDataset>("synthetic", shape, c_.synthetic_classes, c_.synthetic_samples, c_.seed);
-    const int64_t test_size = std::max(c_.synthetic_samples / 6, eval_batch_);
+    const int64_t samples = c_.synthetic_samples > 0 ? c_.synthetic_samples : benchmark_samples(c_, global_batch_);
+    train_ = std::make_unique<SyntheticDataset>("synthetic", shape, c_.synthetic_classes, samples, c_.seed);
+    const int64_t test_size = std::max(samples / 6, eval_batch_);
     test_ = std::make_unique<SyntheticDataset>("synthetic-test", shape, c_.synthetic_classes, test_size, c_.seed,
-                                               c_.synthetic_samples);
+                                               samples);
+  } else if (c_.dataset == "cifar10") {
+    Cifar10Splits s = load_cifar10(c_.data_dir);
+    train_ = std::move(s.train);
+    test_ = std::move(s.test);
   } else {
     MnistSplits s = load_mnist_format(c_.data_dir, c_.dataset);
     train_ = std::move(s.train);
@@ -107,25 +150,14 @@ void Trainer::setup() {
 
   const models::ModelSpec spec{train_->sample_shape(), train_->num_classes()};
   model_ = models::build_model(c_.model, spec, c_.seed);
-  OptimizerConfig oc;
-  oc.name = c_.optimizer;
-  oc.momentum = c_.momentum;
-  oc.nesterov = c_.nesterov;
-  oc.weight_decay = c_.weight_decay;
-  opt_ = make_optimizer(model_->params(), oc);
+  opt_ = make_optimizer(model_->params(), optimizer_config(c_));
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
   steps_per_epoch_ = sampler_->steps_per_epoch();
   total_steps_ = c_.max_steps > 0 ? std::min(c_.max_steps, c_.epochs * steps_per_epoch_) : c_.epochs * steps_per_epoch_;
   epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
 
-  sched_.kind = c_.lr_schedule;
-  sched_.base_lr = c_.lr;
-  sched_.warmup_steps = static_cast<int64_t>(std::llround(c_.warmup_epochs * static_cast<double>(steps_per_epoch_)));
-  sched_.total_steps = total_steps_;
-  sched_.step_every = static_cast<int64_t>(std::llround(c_.lr_step_epochs * static_cast<double>(steps_per_epoch_)));
-  if (sched_.kind == "step") sched_.step_every = std::max<int64_t>(sched_.step_every, 1);
-  sched_.gamma = c_.lr_gamma;
+  sched_ = make_lr_schedule(c_, global_batch_, steps_per_epoch_, total_steps_);  // --lr-scaling, warmup
   sched_.validate();
 
   if (!rank0()) return;  // rank 0 reads weights and checkpoints; start() broadcasts them
@@ -153,16 +185,21 @@ Fingerprint Trainer::fingerprint() const {
       {"lockstep", build_id_},
       {"model", c_.model},
       {"parameters", param_signature(model_->params())},
+      {"buffers", param_signature(model_->buffers())},
+      {"sync-batchnorm", c_.sync_batchnorm ? "on" : "off"},
       {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
                               train_->sample_shape().str())},
+      {"augment", augmentation(c_)},
       {"global batch", std::to_string(global_batch_)},
       {"micro-batch", std::to_string(micro_batch_)},
       {"accumulate-steps", std::to_string(c_.accumulate_steps)},
       {"steps", fmt::format("{} ({} per epoch)", total_steps_, steps_per_epoch_)},
       {"optimizer", opt_->describe()},
-      {"lr", fmt::format("{}", c_.lr)},
-      {"lr schedule", fmt::format("{}, warmup {} steps, step every {} x {}", sched_.kind, sched_.warmup_steps,
-                                  sched_.step_every, sched_.gamma)},
+      {"lr", describe_lr(c_, global_batch_)},
+      {"lr schedule", fmt::format("{}, warmup {} steps from {}, step every {} x {}", sched_.kind, sched_.warmup_steps,
+                                  sched_.warmup_start_lr, sched_.step_every, sched_.gamma)},
+      {"weight decay on", c_.decay_bn_bias ? "all parameters" : "weights only (--no-decay-bn-bias)"},
+      {"label-smoothing", fmt::format("{}", c_.label_smoothing)},
       {"seed", std::to_string(c_.seed)},
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
@@ -206,6 +243,11 @@ void Trainer::start() {
                       fwd ? "forward" : "backward", Timeline::kCompute, t0, t1);
     });
   dopt_->broadcast_state(0);
+  if (model_->buffers().padded_numel() > 0) {  // batch norm running statistics
+    CollectiveScope scope(&tracker_, CollectiveKind::StateBroadcast);
+    comm_.broadcast(model_->buffers().values(), 0);
+  }
+  if (c_.sync_batchnorm && comm_.size() > 1) bn_sync_ = std::make_unique<CommStatsReducer>(comm_, tracker_);
   Tensor p = Tensor::zeros(Shape{3}, DType::I64);
   int64_t* v = p.data<int64_t>();
   v[0] = progress_.step;
@@ -218,17 +260,26 @@ void Trainer::start() {
   progress_ = {v[0], v[1], v[2]};
 
   const int world = comm_.size();
-  log_->info("lockstep {} | {} on {} ({} train / {} test samples of {})", LOCKSTEP_VERSION, c_.model, c_.dataset,
+  log_->info("lockstep {} | {} on {} ({} train / {} test samples of {}){}", LOCKSTEP_VERSION, c_.model, c_.dataset,
              group_thousands(static_cast<double>(train_->size())), group_thousands(static_cast<double>(test_->size())),
-             train_->sample_shape().str());
+             train_->sample_shape().str(),
+             augmentation(c_) == "crop-flip"
+                 ? fmt::format(", augmented: random crop (pad {}) and horizontal flip", kCropPad)
+                 : "");
   log_->info("configuration: {}", describe_settings(c_));
   if (!c_.unknown_env.empty() && comm_.rank() == 0)
     log_->warn("ignored: {} {} set but {} no trainer option (see trainer --help)", fmt::join(c_.unknown_env, ", "),
                c_.unknown_env.size() == 1 ? "is" : "are", c_.unknown_env.size() == 1 ? "names" : "name");
-  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}, lr {} ({}{})",
+  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}{}, lr {} ({}{}){}",
              group_thousands(static_cast<double>(model_->params().numel())),
-             static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(), c_.lr,
-             c_.lr_schedule, sched_.warmup_steps ? fmt::format(", {} warmup steps", sched_.warmup_steps) : "");
+             static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(),
+             c_.decay_bn_bias ? "" : " without decay on biases and batch norm", describe_lr(c_, global_batch_),
+             c_.lr_schedule,
+             !sched_.warmup_steps ? ""
+             : sched_.warmup_start_lr > 0.f
+                 ? fmt::format(", {} warmup steps from {}", sched_.warmup_steps, sched_.warmup_start_lr)
+                 : fmt::format(", {} warmup steps", sched_.warmup_steps),
+             c_.label_smoothing > 0.f ? fmt::format(", label smoothing {}", c_.label_smoothing) : "");
   log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS {}",
              micro_batch_, world, world == 1 ? "" : "es",
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
@@ -239,10 +290,19 @@ void Trainer::start() {
   if (resumed_from_)
     log_->info("resumed from {} at step {} (epoch {}, step {} of it)", *resumed_from_, progress_.step,
                progress_.epoch + 1, progress_.step_in_epoch);
+  if (c_.sync_batchnorm && model_->buffers().params().empty())
+    log_->warn("--sync-batchnorm: model {} has no batch norm layers; nothing to synchronise", c_.model);
   log_->debug("layers:\n{}", model_->summary());
 }
 
+void Trainer::sync_buffers() {
+  if (comm_.size() == 1 || model_->buffers().padded_numel() == 0) return;
+  CollectiveScope scope(&tracker_, CollectiveKind::BufferSync);
+  comm_.allreduce(model_->buffers().values(), ReduceOp::Average);
+}
+
 EvalResult Trainer::evaluate() {
+  sync_buffers();  // evaluation uses the running statistics: every rank's, averaged
   PrefetchLoader loader(*test_, eval_batch_);
   Sums sums;
   loader.begin(eval_sampler_->batches(), [&](int64_t k, std::vector<int64_t>& out) { eval_sampler_->indices(k, out); });
@@ -256,7 +316,9 @@ EvalResult Trainer::evaluate() {
 }
 
 void Trainer::checkpoint() {
-  if (!rank0() || c_.checkpoint_dir.empty()) return;
+  if (c_.checkpoint_dir.empty()) return;
+  sync_buffers();  // collective: every rank checkpoints at the same step
+  if (!rank0()) return;
   CheckpointInfo info;
   info.progress = progress_;
   info.global_batch = global_batch_;
@@ -319,6 +381,7 @@ TrainSummary Trainer::run() {
   std::unique_ptr<MetricsWriter> metrics;
   if (rank0() && !c_.metrics_file.empty()) metrics = std::make_unique<MetricsWriter>(c_.metrics_file);
   PrefetchLoader loader(*train_, micro_batch_);
+  const bool crop_flip = augmentation(c_) == "crop-flip";  // training batches only; evaluate() never augments
   const bool progress_on =
       rank0() && (c_.progress == "on" || (c_.progress == "auto" && isatty(STDOUT_FILENO) && !under_job_launcher()));
   ProgressBar bar(progress_on);
@@ -336,9 +399,19 @@ TrainSummary Trainer::run() {
     const int64_t epoch = progress_.epoch, s0 = progress_.step_in_epoch;
     const int64_t steps_now = std::min(steps_per_epoch_ - s0, total_steps_ - progress_.step);
     const std::string label = fmt::format("[{:>{}}/{}]", epoch + 1, epoch_digits, epochs_);
-    loader.begin(steps_now * K, [&](int64_t k, std::vector<int64_t>& out) {
-      sampler_->indices(epoch, s0 + k / K, out, static_cast<int>(k % K));
-    });
+    // Augmentation is keyed by (seed, epoch, sample index), never by rank or
+    // batch position, so every world size augments a sample alike.
+    PrefetchLoader::Transform augment;
+    if (crop_flip)
+      augment = [this, epoch, shape = train_->sample_shape()](int64_t, std::span<const int64_t> idx, float* images) {
+        crop_flip_batch(images, idx, shape, c_.seed, epoch);
+      };
+    loader.begin(
+        steps_now * K,
+        [&](int64_t k, std::vector<int64_t>& out) {
+          sampler_->indices(epoch, s0 + k / K, out, static_cast<int>(k % K));
+        },
+        std::move(augment));
     bar.start(label, steps_now);
     Sums train;
     const auto t_epoch = Clock::now();
@@ -349,15 +422,15 @@ TrainSummary Trainer::run() {
         const auto t_wait = Clock::now();
         const Batch& b = loader.next();
         if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
-        const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro)};
+        const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro), bn_sync_.get()};
         const Tensor& logits = net.forward(b.images, fctx);
-        const LossStats ls = softmax_cross_entropy(logits, b.labels);
+        const LossStats ls = softmax_cross_entropy(logits, b.labels, c_.label_smoothing);
         LS_CHECK(std::isfinite(ls.loss_sum), "training diverged: loss is {} at step {} (try a smaller --lr)",
                  ls.loss_sum, progress_.step);
         Tensor dlogits = net.output_grad();
-        softmax_cross_entropy_backward(logits, b.labels, loss_scale, dlogits);
+        softmax_cross_entropy_backward(logits, b.labels, loss_scale, dlogits, c_.label_smoothing);
         dopt_->begin_backward(micro == K - 1);  // buckets go out only during the last backward
-        net.backward(BackwardContext{micro > 0});
+        net.backward(BackwardContext{micro > 0, bn_sync_.get()});
         train.add(ls);
       }
       dopt_->step(sched_.lr(progress_.step));
@@ -468,8 +541,19 @@ TrainSummary Trainer::run() {
                first ? fmt::format("epochs {}-{}", epoch_numbers[first], epoch_numbers.back())
                      : fmt::format("epoch {}", epoch_numbers.front()),
                throughput, kWarmupSteps);
+  const double measured_steps = measured_images / static_cast<double>(global_batch_);
+  const double ms_per_step = measured_steps > 0 ? 1e3 * measured_seconds / measured_steps : 0.0;
+  if (c_.benchmark)
+    log_->info("benchmark: {} on {} samples, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
+               "{:.1f} ms per step ({} steps timed, {} warm-up steps left out)",
+               c_.model, train_->sample_shape().str(), micro_batch_ * K, world, world == 1 ? "" : "s",
+               group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
+               std::llround(measured_steps), progress_.step - first_step - std::llround(measured_steps));
   if (metrics)
     metrics->write({{"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
+                    {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
+                    {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
+                    {"lr", effective_lr(c_, global_batch_)},
                     {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
                     {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
                     {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
@@ -478,6 +562,7 @@ TrainSummary Trainer::run() {
                     {"comm_wait_seconds", sum.comm_wait_seconds},
                     {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
                     {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}});
+  if (!c_.save_weights.empty()) sync_buffers();
   if (rank0() && !c_.save_weights.empty()) {
     const auto [mean, std] = train_->input_normalization();
     save_weights(c_.save_weights, *model_,

@@ -85,6 +85,10 @@ class Trainer {
   void checkpoint();
   int agree_on_stop();  // collective: the largest stop request of any rank
   void check_replicas();  // collective: throws ReplicasDiverged when parameters differ across ranks
+  // Collective: every rank's buffers (batch norm running statistics, which each
+  // rank updates from its own batches) replaced by their average, before
+  // evaluation, checkpoints and saved weights.
+  void sync_buffers();
   DistributedOptions distributed_options() const;
 
   const TrainConfig& c_;
@@ -107,6 +111,7 @@ class Trainer {
   mutable CollectiveTracker tracker_;  // progress record (atomics), written from const paths too
   std::function<int()> stop_source_;
   int64_t replica_checks_ = 0;  // passed so far
+  std::unique_ptr<StatsReducer> bn_sync_;  // --sync-batchnorm with more than one rank
 };
 
 }  // namespace lockstep

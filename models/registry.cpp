@@ -9,6 +9,14 @@ const std::vector<ModelInfo>& registry() {
       {"lenet", "LeNet variant: conv3x3-20, avgpool, conv5x5-50, avgpool, fc128, fc10", build_lenet},
       {"convnet", "6-conv CNN (5x5/3x3, 128 channels, 'same' padding) from the multi-GPU notebook", build_convnet},
       {"keras-cnn", "Keras MNIST CNN: conv32, conv64, maxpool, dropout, fc128, dropout, fc10", build_keras_cnn},
+      {"resnet20", "CIFAR ResNet-20: 3 stages x 3 basic blocks (16/32/64 channels), batch norm", build_resnet20,
+       Shape{3, 32, 32}, 10},
+      {"resnet32", "CIFAR ResNet-32: 3 stages x 5 basic blocks (16/32/64 channels), batch norm", build_resnet32,
+       Shape{3, 32, 32}, 10},
+      {"resnet56", "CIFAR ResNet-56: 3 stages x 9 basic blocks (16/32/64 channels), batch norm", build_resnet56,
+       Shape{3, 32, 32}, 10},
+      {"resnet50", "ResNet-50 v1.5: 4 stages of 3/4/6/3 bottleneck blocks, batch norm (224x224x3, 1000 classes)",
+       build_resnet50, Shape{3, 224, 224}, 1000},
   };
   return models;
 }
@@ -17,6 +25,12 @@ std::vector<std::string> model_names() {
   std::vector<std::string> n;
   for (const auto& m : registry()) n.push_back(m.name);
   return n;
+}
+
+const ModelInfo& model_info(const std::string& name) {
+  for (const auto& m : registry())
+    if (m.name == name) return m;
+  LS_INPUT_ERROR("--model '{}' is unknown (known: {})", name, fmt::join(model_names(), ", "));
 }
 
 std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spec, uint64_t seed) {

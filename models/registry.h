@@ -22,10 +22,16 @@ struct ModelInfo {
   std::string name;
   std::string description;
   Builder build;
+  // The input the model was designed for ([C, H, W], classes): what --benchmark
+  // feeds it as synthetic data (--image-size changes H and W).
+  Shape default_shape{1, 28, 28};
+  int64_t default_classes = 10;
 };
 
 const std::vector<ModelInfo>& registry();
 std::vector<std::string> model_names();
+// The registry entry of `name`; InputError naming the known models if none.
+const ModelInfo& model_info(const std::string& name);
 // InputError naming the unknown model and the known ones, or the model and a
 // sample shape its layers cannot take (e.g. 4x4 images for lenet).
 std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spec, uint64_t seed);
@@ -35,6 +41,10 @@ Sequential build_mlp(const ModelSpec& spec);
 Sequential build_lenet(const ModelSpec& spec);
 Sequential build_convnet(const ModelSpec& spec);
 Sequential build_keras_cnn(const ModelSpec& spec);
+Sequential build_resnet20(const ModelSpec& spec);
+Sequential build_resnet32(const ModelSpec& spec);
+Sequential build_resnet56(const ModelSpec& spec);
+Sequential build_resnet50(const ModelSpec& spec);
 
 // Flattened feature count after the layers added so far, for sizing the first Linear.
 int64_t flat_features(const Sequential& net, const ModelSpec& spec);

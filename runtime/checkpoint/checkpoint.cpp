@@ -53,12 +53,12 @@ void validate(const SafetensorsFile& f, const Model& model, Optimizer& opt) {
   LS_CHECK_INPUT(meta_str(f, "optimizer") == opt.name(), "{}: checkpoint of optimizer {}, this run uses {}", f.path(),
                  meta_str(f, "optimizer"), opt.name());
   size_t expected = 0;
-  for (const auto& p : model.params().params()) {
-    const std::string name = "model." + p.name;
+  for (const Parameter* p : model.state()) {
+    const std::string name = "model." + p->name;
     LS_CHECK_INPUT(f.contains(name), "{}: missing tensor '{}'", f.path(), name);
     const auto& e = f.entry(name);
-    LS_CHECK_INPUT(e.dtype == DType::F32 && e.shape == p.shape, "{}: tensor '{}' is {} {}, expected F32 {}", f.path(),
-                   name, dtype_name(e.dtype), e.shape.str(), p.shape.str());
+    LS_CHECK_INPUT(e.dtype == DType::F32 && e.shape == p->shape, "{}: tensor '{}' is {} {}, expected F32 {}", f.path(),
+                   name, dtype_name(e.dtype), e.shape.str(), p->shape.str());
     ++expected;
   }
   for (auto& [sname, t] : opt.state()) {
@@ -101,8 +101,8 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
 std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
                             int keep) {
   std::vector<SafetensorsEntry> entries;
-  for (const auto& p : model.params().params())
-    entries.push_back({"model." + p.name, DType::F32, p.shape, p.value.raw_data()});
+  for (const Parameter* p : model.state())
+    entries.push_back({"model." + p->name, DType::F32, p->shape, p->value.raw_data()});
   for (auto& [name, t] : opt.state()) entries.push_back({"optimizer." + name, DType::F32, t->shape(), t->raw_data()});
   const TrainingProgress& pr = info.progress;
   std::map<std::string, std::string> meta = {
@@ -157,9 +157,9 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, M
       lc.info.config_json = meta_str(f, "config");
       const int64_t opt_steps = meta_int(f, "optimizer_steps");
       // Everything checked: now copy into the model and optimizer.
-      for (auto& p : model.params().params()) {
-        const auto& e = f.entry("model." + p.name);
-        std::memcpy(p.value.raw_data(), e.data, e.nbytes());
+      for (Parameter* p : model.state()) {
+        const auto& e = f.entry("model." + p->name);
+        std::memcpy(p->value.raw_data(), e.data, e.nbytes());
       }
       for (auto& [name, t] : opt.state()) {
         const auto& e = f.entry("optimizer." + name);

@@ -10,8 +10,7 @@ namespace lockstep {
 
 void save_weights(const std::string& path, const Model& model, std::map<std::string, std::string> metadata) {
   std::vector<SafetensorsEntry> entries;
-  for (const auto& p : model.params().params())
-    entries.push_back({p.name, DType::F32, p.shape, p.value.raw_data()});
+  for (const Parameter* p : model.state()) entries.push_back({p->name, DType::F32, p->shape, p->value.raw_data()});
   metadata["format"] = "pt";
   metadata["lockstep_model"] = model.name();
   add_checksums(entries, metadata);
@@ -23,19 +22,19 @@ void load_weights(const std::string& path, Model& model) {
   // Validate everything before touching the model. Files from other tools
   // carry no checksums; ours do, so damage to them is named as such.
   verify_checksums(f, /*required=*/false);
-  for (const auto& p : model.params().params()) {
-    LS_CHECK_INPUT(f.contains(p.name), "{}: missing tensor '{}' that model {} needs", path, p.name, model.name());
-    const auto& e = f.entry(p.name);
-    LS_CHECK_INPUT(e.dtype == DType::F32, "{}: tensor '{}' is {}, expected F32", path, p.name, dtype_name(e.dtype));
-    LS_CHECK_INPUT(e.shape == p.shape, "{}: tensor '{}' has shape {}, model {} expects {}", path, p.name,
-                   e.shape.str(), model.name(), p.shape.str());
+  for (const Parameter* p : model.state()) {
+    LS_CHECK_INPUT(f.contains(p->name), "{}: missing tensor '{}' that model {} needs", path, p->name, model.name());
+    const auto& e = f.entry(p->name);
+    LS_CHECK_INPUT(e.dtype == DType::F32, "{}: tensor '{}' is {}, expected F32", path, p->name, dtype_name(e.dtype));
+    LS_CHECK_INPUT(e.shape == p->shape, "{}: tensor '{}' has shape {}, model {} expects {}", path, p->name,
+                   e.shape.str(), model.name(), p->shape.str());
   }
   for (const auto& name : f.names())
-    LS_CHECK_INPUT(model.params().find(name) != nullptr, "{}: tensor '{}' is not a parameter of model {}", path, name,
-                   model.name());
-  for (auto& p : model.params().params()) {
-    const auto& e = f.entry(p.name);
-    std::memcpy(p.value.raw_data(), e.data, e.nbytes());
+    LS_CHECK_INPUT(model.params().find(name) != nullptr || model.buffers().find(name) != nullptr,
+                   "{}: tensor '{}' is not a parameter of model {}", path, name, model.name());
+  for (Parameter* p : model.state()) {
+    const auto& e = f.entry(p->name);
+    std::memcpy(p->value.raw_data(), e.data, e.nbytes());
   }
 }
 

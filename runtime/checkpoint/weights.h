@@ -1,4 +1,5 @@
-// Model weights as safetensors: one F32 tensor per parameter, named as in
+// Model weights as safetensors: one F32 tensor per parameter and buffer (batch
+// norm running statistics), named as in
 // PyTorch's nn.Sequential ("layers.0.weight"), shapes in PyTorch's convention,
 // so torch / safetensors load them into the equivalent PyTorch module.
 #pragma once

@@ -25,6 +25,8 @@ enum class CollectiveKind : int32_t {
   Evaluation,
   StepAgreement,    // the per-step reduction of stop requests (preemption)
   ReplicaCheck,     // min/max reduction of the parameter checksums (--check-replicas-every)
+  BatchNormSync,    // batch statistics summed over ranks (--sync-batchnorm), forward or backward
+  BufferSync,       // buffers (batch norm running statistics) averaged before evaluation and saving
   Checkpoint,       // not a collective (no seq): rank 0 writing a checkpoint, so reports can say so
 };
 inline bool is_collective(CollectiveKind k) { return k != CollectiveKind::None && k != CollectiveKind::Checkpoint; }

@@ -61,6 +61,8 @@ std::string describe_collective(CollectiveKind kind, int32_t detail) {
     case CollectiveKind::Evaluation: return "evaluation reduction";
     case CollectiveKind::StepAgreement: return "step agreement";
     case CollectiveKind::ReplicaCheck: return "replica check";
+    case CollectiveKind::BatchNormSync: return "batch norm statistics (--sync-batchnorm)";
+    case CollectiveKind::BufferSync: return "buffer averaging";
     case CollectiveKind::Checkpoint: return "checkpoint writing";
   }
   return "collective";

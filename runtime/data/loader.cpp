@@ -29,10 +29,11 @@ PrefetchLoader::~PrefetchLoader() {
   thread_.join();
 }
 
-void PrefetchLoader::begin(int64_t count, Plan plan) {
+void PrefetchLoader::begin(int64_t count, Plan plan, Transform transform) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return !filling_; });  // never swap plans under a running fill
   plan_ = std::move(plan);
+  transform_ = std::move(transform);
   total_ = count;
   produced_ = consumed_ = 0;
   error_ = nullptr;
@@ -73,6 +74,7 @@ void PrefetchLoader::run() {
     if (stop_) return;
     const int64_t j = produced_;
     Plan plan = plan_;
+    Transform transform = transform_;
     filling_ = true;
     lock.unlock();
     std::exception_ptr err;
@@ -82,6 +84,7 @@ void PrefetchLoader::run() {
                indices.size(), max_batch_);
       Batch& slot = slots_[static_cast<size_t>(j % depth_)];
       data_.fill(indices, slot.images.data<float>(), slot.labels.data<int32_t>());
+      if (transform) transform(j, indices, slot.images.data<float>());
       slot.index = static_cast<int64_t>(indices.size());
     } catch (...) {
       err = std::current_exception();

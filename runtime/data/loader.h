@@ -2,16 +2,19 @@
 // normalised float images + labels) into a ring of `depth` slots while the
 // training step runs, so the next batch is ready when the step ends.
 //
-// Protocol: begin(count, plan) starts a sequence of `count` batches whose
-// indices come from plan(k, out). next() returns batch k in order; the batch
-// stays valid until the following next() or begin(). Producer errors are
-// rethrown from next().
+// Protocol: begin(count, plan[, transform]) starts a sequence of `count`
+// batches whose indices come from plan(k, out). If given, transform(k, indices,
+// images) then edits batch k's images ([n, C, H, W] fp32, n = indices.size())
+// in place on the producer thread (augmentation). next() returns batch k in
+// order; the batch stays valid until the following next() or begin(). Producer
+// errors, the plan's and the transform's included, are rethrown from next().
 #pragma once
 
 #include <condition_variable>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -29,13 +32,14 @@ struct Batch {
 class PrefetchLoader {
  public:
   using Plan = std::function<void(int64_t k, std::vector<int64_t>& indices)>;
+  using Transform = std::function<void(int64_t k, std::span<const int64_t> indices, float* images)>;
 
   PrefetchLoader(const Dataset& data, int64_t max_batch, int depth = 3);
   ~PrefetchLoader();
   PrefetchLoader(const PrefetchLoader&) = delete;
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;
 
-  void begin(int64_t count, Plan plan);
+  void begin(int64_t count, Plan plan, Transform transform = {});
   const Batch& next();
   // Seconds the consumer spent blocked in next() since the last call (data wait).
   double take_wait_seconds();
@@ -52,6 +56,7 @@ class PrefetchLoader {
   std::mutex mu_;
   std::condition_variable cv_;
   Plan plan_;
+  Transform transform_;
   int64_t total_ = 0, produced_ = 0, consumed_ = 0;
   bool filling_ = false, stop_ = false;
   std::exception_ptr error_;

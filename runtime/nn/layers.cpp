@@ -124,30 +124,32 @@ void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor
 }
 
 // ---------------------------------------------------------------- Pool2d
-Pool2d::Pool2d(PoolKind kind, int64_t kernel, int64_t stride)
-    : kind_(kind), k_(kernel), stride_(stride == 0 ? kernel : stride) {
-  LS_CHECK(k_ > 0 && stride_ > 0, "{}: invalid configuration", describe());
+Pool2d::Pool2d(PoolKind kind, int64_t kernel, int64_t stride, int64_t padding)
+    : kind_(kind), k_(kernel), stride_(stride == 0 ? kernel : stride), pad_(padding) {
+  LS_CHECK(k_ > 0 && stride_ > 0 && pad_ >= 0 && 2 * pad_ <= k_ && (pad_ == 0 || kind_ == PoolKind::Max),
+           "{}: invalid configuration", describe());
 }
 
 std::string Pool2d::describe() const {
-  return fmt::format("{}(kernel={}, stride={})", kind_ == PoolKind::Max ? "MaxPool2d" : "AvgPool2d", k_, stride_);
+  return fmt::format("{}(kernel={}, stride={}{})", kind_ == PoolKind::Max ? "MaxPool2d" : "AvgPool2d", k_, stride_,
+                     pad_ ? fmt::format(", padding={}", pad_) : "");
 }
 
 Shape Pool2d::output_shape(const Shape& in) const {
-  LS_CHECK(in.rank() == 4 && in[2] >= k_ && in[3] >= k_, "{} expects input [N, C, H>={}, W>={}], got {}", describe(),
-           k_, k_, in.str());
-  return Shape{in[0], in[1], (in[2] - k_) / stride_ + 1, (in[3] - k_) / stride_ + 1};
+  LS_CHECK(in.rank() == 4 && in[2] + 2 * pad_ >= k_ && in[3] + 2 * pad_ >= k_,
+           "{} expects input [N, C, H>={}, W>={}], got {}", describe(), k_ - 2 * pad_, k_ - 2 * pad_, in.str());
+  return Shape{in[0], in[1], (in[2] + 2 * pad_ - k_) / stride_ + 1, (in[3] + 2 * pad_ - k_) / stride_ + 1};
 }
 
 namespace {
-ops::Pool2dShape pool_shape(const Shape& x, const Shape& y, int64_t k, int64_t stride) {
-  return {x[0] * x[1], x[2], x[3], k, stride, y[2], y[3]};
+ops::Pool2dShape pool_shape(const Shape& x, const Shape& y, int64_t k, int64_t stride, int64_t pad) {
+  return {x[0] * x[1], x[2], x[3], k, stride, y[2], y[3], pad};
 }
 }  // namespace
 
 void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
   require_cpu(x, describe().c_str());
-  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_);
+  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_);
   if (kind_ == PoolKind::Max) {
     if (argmax_.numel() < y.numel()) argmax_ = Tensor::zeros(Shape{y.numel()}, DType::I32);
     ops::maxpool2d_forward_cpu(s, x.data<float>(), y.data<float>(), argmax_.data<int32_t>());
@@ -158,11 +160,27 @@ void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
 
 void Pool2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext&) {
   if (!dx) return;
-  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_);
+  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_);
   if (kind_ == PoolKind::Max)
     ops::maxpool2d_backward_cpu(s, dy.data<float>(), argmax_.data<int32_t>(), dx->data<float>());
   else
     ops::avgpool2d_backward_cpu(s, dy.data<float>(), dx->data<float>());
+}
+
+// ---------------------------------------------------------------- GlobalAvgPool
+Shape GlobalAvgPool::output_shape(const Shape& in) const {
+  LS_CHECK(in.rank() == 4 && in[2] * in[3] > 0, "GlobalAvgPool expects input [N, C, H, W], got {}", in.str());
+  return Shape{in[0], in[1]};
+}
+
+void GlobalAvgPool::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+  require_cpu(x, "GlobalAvgPool");
+  ops::global_avgpool_forward_cpu(x.size(0) * x.size(1), x.size(2) * x.size(3), x.data<float>(), y.data<float>());
+}
+
+void GlobalAvgPool::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+  if (dx)
+    ops::global_avgpool_backward_cpu(x.size(0) * x.size(1), x.size(2) * x.size(3), dy.data<float>(), dx->data<float>());
 }
 
 // ---------------------------------------------------------------- ReLU

@@ -66,10 +66,11 @@ class Conv2d final : public Module {
 
 enum class PoolKind { Max, Avg };
 
-// x [N, C, H, W] -> y [N, C, OH, OW]; no padding, floor mode.
+// x [N, C, H, W] -> y [N, C, OH, OW]; floor mode; padding for max pooling
+// only (padded positions never win).
 class Pool2d final : public Module {
  public:
-  Pool2d(PoolKind kind, int64_t kernel, int64_t stride = 0);  // stride 0 = kernel
+  Pool2d(PoolKind kind, int64_t kernel, int64_t stride = 0, int64_t padding = 0);  // stride 0 = kernel
   std::string describe() const override;
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
@@ -77,8 +78,17 @@ class Pool2d final : public Module {
 
  private:
   PoolKind kind_;
-  int64_t k_, stride_;
+  int64_t k_, stride_, pad_;
   Tensor argmax_;  // int32, per output element (max pooling)
+};
+
+// x [N, C, H, W] -> y [N, C]: the mean of each channel's plane (ResNets' head).
+class GlobalAvgPool final : public Module {
+ public:
+  std::string describe() const override { return "GlobalAvgPool()"; }
+  Shape output_shape(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
 };
 
 class ReLU final : public Module {

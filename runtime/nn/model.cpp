@@ -12,8 +12,26 @@ Model::Model(std::string name, Sequential net, Shape sample_shape, int64_t num_c
            shapes.back().str(), num_classes_);
   net_.declare(params_);
   params_.finalize();
+  net_.declare_buffers(buffers_);
+  for (const auto& b : buffers_.params())
+    LS_CHECK(params_.find(b.name) == nullptr, "model {}: buffer {} has a parameter's name", name_, b.name);
+  buffers_.finalize();
   Rng rng(rng_key(seed, fnv1a("init")));
   net_.init(rng);
+}
+
+std::vector<const Parameter*> Model::state() const {
+  std::vector<const Parameter*> out;
+  for (const auto& p : params_.params()) out.push_back(&p);
+  for (const auto& b : buffers_.params()) out.push_back(&b);
+  return out;
+}
+
+std::vector<Parameter*> Model::state() {
+  std::vector<Parameter*> out;
+  for (auto& p : params_.params()) out.push_back(&p);
+  for (auto& b : buffers_.params()) out.push_back(&b);
+  return out;
 }
 
 Shape Model::batch_shape(int64_t batch) const {
@@ -27,8 +45,12 @@ std::string Model::summary() const {
   const std::vector<Shape> shapes = net_.shapes(batch_shape(1));
   for (size_t i = 0; i < net_.size(); ++i)
     s += fmt::format("  {:>2}  {:<48} -> {}\n", i, net_.layer(i).describe(), shapes[i].str());
-  s += fmt::format("  {} parameters in {} tensors, {:.2f} MFLOP forward per sample", params_.numel(),
-                   params_.params().size(), static_cast<double>(net_.forward_flops(batch_shape(1))) / 1e6);
+  s += fmt::format("  {} parameters in {} tensors{}, {:.2f} MFLOP forward per sample", params_.numel(),
+                   params_.params().size(),
+                   buffers_.params().empty() ? std::string()
+                                             : fmt::format(" (+ {} buffer values in {} tensors)", buffers_.numel(),
+                                                           buffers_.params().size()),
+                   static_cast<double>(net_.forward_flops(batch_shape(1))) / 1e6);
   return s;
 }
 

@@ -1,5 +1,5 @@
-// Model: a network, the store that owns its parameters, and what it expects
-// as input. Built once (declare -> finalize -> init) and never moved, because
+// Model: a network, the stores that own its parameters and buffers, and what
+// it expects as input. Built once (declare -> finalize -> init) and never moved, because
 // layers hold pointers into the store.
 #pragma once
 
@@ -25,6 +25,14 @@ class Model {
   const Sequential& net() const { return net_; }
   ParameterStore& params() { return params_; }
   const ParameterStore& params() const { return params_; }
+  // Buffers: state saved with the model but not trained (batch norm's running
+  // statistics); flat like the parameters, empty for models without any.
+  ParameterStore& buffers() { return buffers_; }
+  const ParameterStore& buffers() const { return buffers_; }
+  // Everything a weights file or checkpoint holds for the model, as PyTorch's
+  // state_dict: the parameters, then the buffers (names are unique across both).
+  std::vector<const Parameter*> state() const;
+  std::vector<Parameter*> state();
   Shape batch_shape(int64_t batch) const;  // [batch, C, H, W]
   std::string summary() const;             // one line per layer with output shapes
 
@@ -34,6 +42,7 @@ class Model {
   Shape sample_shape_;
   int64_t num_classes_;
   ParameterStore params_;
+  ParameterStore buffers_;
 };
 
 }  // namespace lockstep

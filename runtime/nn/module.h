@@ -21,6 +21,15 @@ enum class Aliasing {
   Fused,    // (planner only) the previous module computes this one; nothing runs
 };
 
+// Sums a few per-channel statistics over the ranks of a job (synchronised
+// batch normalisation); the trainer provides one when --sync-batchnorm is on.
+// Every rank calls it at the same points, as with any collective.
+class StatsReducer {
+ public:
+  virtual ~StatsReducer() = default;
+  virtual void sum(double* values, int64_t n) = 0;
+};
+
 struct ForwardContext {
   bool training = true;
   // Keys for stochastic layers (dropout): draws depend on the global sample
@@ -28,11 +37,13 @@ struct ForwardContext {
   uint64_t seed = 0;
   int64_t step = 0;           // optimizer step (or evaluation batch)
   int64_t sample_offset = 0;  // global index of this shard's first sample in the batch
+  StatsReducer* sync = nullptr;  // batch statistics over all ranks (training only); null: this rank's batch
 };
 
 struct BackwardContext {
   // false: parameter gradients are overwritten; true: added to (accumulation).
   bool accumulate = false;
+  StatsReducer* sync = nullptr;  // as in the forward pass
 };
 
 class Module {
@@ -43,6 +54,9 @@ class Module {
 
   // Parameters: declared under `prefix` ("layers.3."), then initialised.
   virtual void declare(ParameterStore& store, const std::string& prefix) {}
+  // Buffers: state that is not trained but saved with the model (batch norm's
+  // running statistics), declared into a second store under the same names.
+  virtual void declare_buffers(ParameterStore& buffers, const std::string& prefix) {}
   virtual void init(Rng& rng) {}
 
   // y = f(x). y is preallocated with output_shape(x.shape()); it may alias x

@@ -15,6 +15,17 @@ void Sequential::declare(ParameterStore& store, const std::string& prefix) {
   for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->declare(store, prefix + std::to_string(i) + ".");
 }
 
+void Sequential::declare_buffers(ParameterStore& buffers, const std::string& prefix) {
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->declare_buffers(buffers, prefix + std::to_string(i) + ".");
+}
+
+std::vector<const Parameter*> Sequential::parameters() const {
+  std::vector<const Parameter*> out;
+  for (const auto& l : layers_)
+    for (const Parameter* p : l->parameters()) out.push_back(p);
+  return out;
+}
+
 void Sequential::init(Rng& rng) {
   for (auto& l : layers_) l->init(rng);
 }
@@ -115,8 +126,10 @@ Tensor Sequential::output_grad() {
   return grad_buf_[0].slice(0, shapes_.back());
 }
 
-void Sequential::backward(const BackwardContext& ctx) {
+void Sequential::backward(const BackwardContext& ctx, Tensor* input_grad) {
   LS_CHECK(!acts_.empty(), "backward() before forward()");
+  LS_CHECK(!input_grad || input_grad->shape() == input_.shape(), "input gradient {} does not match the input {}",
+           input_grad->shape().str(), input_.shape().str());
   int cur = 0;  // which grad_buf_ holds dy
   Tensor dy = grad_buf_[0].slice(0, shapes_.back());
   for (size_t k = layers_.size(); k-- > 0;) {
@@ -132,9 +145,11 @@ void Sequential::backward(const BackwardContext& ctx) {
     }
     if (aliasing_[k] != Aliasing::Fused) {
       const auto t0 = observer_ ? Clock::now() : Clock::time_point();
-      layers_[k]->backward(x, acts_[k], dy, k > 0 ? &dx : nullptr, ctx);
+      layers_[k]->backward(x, acts_[k], dy, k > 0 ? &dx : input_grad, ctx);
       if (observer_) observer_(k, Phase::Backward, t0, Clock::now());
     }
+    // A view as the first layer moves no data: its input gradient is dy itself.
+    if (k == 0 && input_grad && aliasing_[0] == Aliasing::View) input_grad->copy_from(dy.reshape(input_.shape()));
     if (hook_ && layers_[k]->has_parameters()) {
       int64_t end = 0;  // end of this layer's parameters, alignment padding included
       for (const Parameter* p : layers_[k]->parameters())

@@ -40,7 +40,10 @@ class Sequential {
 
   // Parameters are named "<prefix><index>.<name>", index as in PyTorch's nn.Sequential.
   void declare(ParameterStore& store, const std::string& prefix = "layers.");
+  void declare_buffers(ParameterStore& buffers, const std::string& prefix = "layers.");
   void init(Rng& rng);
+  // Every layer's parameters, in layer order.
+  std::vector<const Parameter*> parameters() const;
 
   // Shape after every layer, for input shape `in` (batch first).
   std::vector<Shape> shapes(const Shape& in) const;
@@ -51,8 +54,10 @@ class Sequential {
   const Tensor& forward(const Tensor& x, const ForwardContext& ctx);
   // Where the loss writes dL/d(output): shaped like the last forward's output.
   Tensor output_grad();
-  // Backward through every layer. The input gradient of layer 0 is not computed.
-  void backward(const BackwardContext& ctx);
+  // Backward through every layer. The gradient of the input is written to
+  // `input_grad` (shaped like the last forward's input) when given, otherwise
+  // not computed.
+  void backward(const BackwardContext& ctx, Tensor* input_grad = nullptr);
 
   void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
   void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }

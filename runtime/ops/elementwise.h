@@ -1,4 +1,4 @@
-// Elementwise kernels on flat fp32 arrays (CPU): ReLU and dropout.
+// Elementwise kernels on flat fp32 arrays (CPU): ReLU, residual additions and dropout.
 // All are safe in place (out may equal in).
 #pragma once
 
@@ -9,6 +9,10 @@ namespace lockstep::ops {
 void relu_forward_cpu(int64_t n, const float* x, float* y);
 // dx = dy where y > 0, else 0.
 void relu_backward_cpu(int64_t n, const float* y, const float* dy, float* dx);
+// y = max(0, a + b) (a residual block's join).
+void add_relu_cpu(int64_t n, const float* a, const float* b, float* y);
+// y += x.
+void add_inplace_cpu(int64_t n, const float* x, float* y);
 
 // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p).
 // Row r (global sample row0 + r) gets a 32-bit key from draw row0 + r of stream

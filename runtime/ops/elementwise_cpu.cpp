@@ -24,6 +24,17 @@ LS_SIMD_CLONES void relu_bwd(int64_t b, int64_t e, const float* y, const float* 
   }
 }
 
+LS_SIMD_CLONES void add_relu(int64_t b, int64_t e, const float* x, const float* z, float* y) {
+  for (int64_t i = b; i < e; ++i) {
+    const float v = x[i] + z[i];
+    y[i] = v > 0.f ? v : 0.f;
+  }
+}
+
+LS_SIMD_CLONES void add_inplace(int64_t b, int64_t e, const float* x, float* y) {
+  for (int64_t i = b; i < e; ++i) y[i] += x[i];
+}
+
 // murmur3's 32-bit finaliser: cheap and vectorisable (32-bit multiplies).
 inline uint32_t mix32(uint32_t h) {
   h ^= h >> 16;
@@ -55,6 +66,14 @@ void relu_forward_cpu(int64_t n, const float* x, float* y) {
 
 void relu_backward_cpu(int64_t n, const float* y, const float* dy, float* dx) {
   parallel_for(n, kGrain, [&](int64_t b, int64_t e) { relu_bwd(b, e, y, dy, dx); });
+}
+
+void add_relu_cpu(int64_t n, const float* a, const float* b, float* y) {
+  parallel_for(n, kGrain, [&](int64_t lo, int64_t hi) { add_relu(lo, hi, a, b, y); });
+}
+
+void add_inplace_cpu(int64_t n, const float* x, float* y) {
+  parallel_for(n, kGrain, [&](int64_t b, int64_t e) { add_inplace(b, e, x, y); });
 }
 
 void dropout_forward_cpu(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,

@@ -121,13 +121,14 @@ void max_generic_fwd(const Pool2dShape& s, int64_t pb, int64_t pe, const float* 
     int32_t* ap = am + pl * s.oh * s.ow;
     for (int64_t oy = 0; oy < s.oh; ++oy)
       for (int64_t ox = 0; ox < s.ow; ++ox) {
-        int64_t bi = (oy * s.stride) * s.w + ox * s.stride;
+        // The window clipped to the input (padding never wins).
+        const int64_t y0 = std::max<int64_t>(oy * s.stride - s.pad, 0), y1 = std::min(oy * s.stride - s.pad + s.k, s.h);
+        const int64_t x0 = std::max<int64_t>(ox * s.stride - s.pad, 0), x1 = std::min(ox * s.stride - s.pad + s.k, s.w);
+        int64_t bi = y0 * s.w + x0;
         float best = xp[bi];
-        for (int64_t ky = 0; ky < s.k; ++ky) {
-          const int64_t row = (oy * s.stride + ky) * s.w + ox * s.stride;
-          for (int64_t kx = 0; kx < s.k; ++kx)
-            if (xp[row + kx] > best) { best = xp[row + kx]; bi = row + kx; }
-        }
+        for (int64_t iy = y0; iy < y1; ++iy)
+          for (int64_t ix = x0; ix < x1; ++ix)
+            if (xp[iy * s.w + ix] > best) { best = xp[iy * s.w + ix]; bi = iy * s.w + ix; }
         yp[oy * s.ow + ox] = best;
         ap[oy * s.ow + ox] = static_cast<int32_t>(bi);
       }
@@ -137,7 +138,7 @@ void max_generic_fwd(const Pool2dShape& s, int64_t pb, int64_t pe, const float* 
 }  // namespace
 
 void maxpool2d_forward_cpu(const Pool2dShape& s, const float* x, float* y, int32_t* argmax) {
-  const bool fast = s.k == 2 && s.stride == 2;
+  const bool fast = s.k == 2 && s.stride == 2 && s.pad == 0;
   parallel_for(s.planes, plane_grain(s), [&](int64_t b, int64_t e) {
     fast ? max2x2_fwd(s, b, e, x, y, argmax) : max_generic_fwd(s, b, e, x, y, argmax);
   });
@@ -166,6 +167,25 @@ void avgpool2d_backward_cpu(const Pool2dShape& s, const float* dy, float* dx) {
   const bool fast = s.k == 2 && s.stride == 2;
   parallel_for(s.planes, plane_grain(s), [&](int64_t b, int64_t e) {
     fast ? avg2x2_bwd(s, b, e, dy, dx) : avg_generic_bwd(s, b, e, dy, dx);
+  });
+}
+
+void global_avgpool_forward_cpu(int64_t planes, int64_t hw, const float* x, float* y) {
+  const double inv = 1.0 / static_cast<double>(hw);
+  parallel_for(planes, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, hw)), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      double acc = 0;
+      const float* xp = x + p * hw;
+      for (int64_t i = 0; i < hw; ++i) acc += xp[i];
+      y[p] = static_cast<float>(acc * inv);
+    }
+  });
+}
+
+void global_avgpool_backward_cpu(int64_t planes, int64_t hw, const float* dy, float* dx) {
+  const float inv = 1.f / static_cast<float>(hw);
+  parallel_for(planes, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, hw)), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) std::fill_n(dx + p * hw, hw, dy[p] * inv);
   });
 }
 

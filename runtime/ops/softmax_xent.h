@@ -1,7 +1,10 @@
-// Softmax cross-entropy over class logits (CPU).
-//   logits [B, C], labels [B] (int32 in [0, C))
-// forward: returns the summed loss over the rows and counts correct argmaxes.
-// backward: dlogits = (softmax(logits) - onehot(label)) * scale.
+// Softmax cross-entropy over class logits (CPU), with optional label smoothing.
+//   logits [B, C], labels [B] (int32 in [0, C)), smoothing eps in [0, 1)
+// The target of row i is q = (1 - eps) * onehot(label_i) + eps / C.
+// forward: returns the summed loss -sum_j q_j log softmax(z)_j over the rows
+//          and counts correct argmaxes.
+// backward: dlogits = (softmax(logits) - q) * scale.
+// eps = 0 takes the plain one-hot path, bitwise what it was before smoothing existed.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +16,9 @@ struct XentResult {
   int64_t correct = 0;
 };
 
-XentResult softmax_xent_forward_cpu(int64_t b, int64_t c, const float* logits, const int32_t* labels);
+XentResult softmax_xent_forward_cpu(int64_t b, int64_t c, const float* logits, const int32_t* labels,
+                                    float smoothing = 0.f);
 void softmax_xent_backward_cpu(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
-                               float* dlogits);
+                               float* dlogits, float smoothing = 0.f);
 
 }  // namespace lockstep::ops

@@ -7,7 +7,9 @@
 
 namespace lockstep::ops {
 
-XentResult softmax_xent_forward_cpu(int64_t b, int64_t c, const float* logits, const int32_t* labels) {
+XentResult softmax_xent_forward_cpu(int64_t b, int64_t c, const float* logits, const int32_t* labels,
+                                    float smoothing) {
+  LS_CHECK(smoothing >= 0.f && smoothing < 1.f, "label smoothing {} outside [0, 1)", smoothing);
   XentResult r;
   for (int64_t i = 0; i < b; ++i) {
     const float* z = logits + i * c;
@@ -19,14 +21,26 @@ XentResult softmax_xent_forward_cpu(int64_t b, int64_t c, const float* logits, c
       if (z[j] > mx) { mx = z[j]; arg = j; }
     double sum = 0;
     for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
-    r.loss_sum += std::log(sum) + mx - z[label];
+    if (smoothing == 0.f) {
+      r.loss_sum += std::log(sum) + mx - z[label];
+    } else {
+      // -sum_j q_j (z_j - lse) = lse - (1 - eps) z_label - (eps / C) sum_j z_j, as sum_j q_j = 1.
+      const double lse = std::log(sum) + mx;  // log sum_j exp(z_j)
+      double zsum = 0;
+      for (int64_t j = 0; j < c; ++j) zsum += z[j];
+      const double eps = smoothing;
+      r.loss_sum += lse - (1.0 - eps) * z[label] - eps / static_cast<double>(c) * zsum;
+    }
     r.correct += arg == label;
   }
   return r;
 }
 
 void softmax_xent_backward_cpu(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
-                               float* dlogits) {
+                               float* dlogits, float smoothing) {
+  LS_CHECK(smoothing >= 0.f && smoothing < 1.f, "label smoothing {} outside [0, 1)", smoothing);
+  const float off = scale * smoothing / static_cast<float>(c);  // scale * q_j off the label
+  const float on = scale * (1.f - smoothing);                    // scale * (q_label - eps / C)
   for (int64_t i = 0; i < b; ++i) {
     const float* z = logits + i * c;
     float* d = dlogits + i * c;
@@ -38,8 +52,13 @@ void softmax_xent_backward_cpu(int64_t b, int64_t c, const float* logits, const 
       sum += d[j];
     }
     const float inv = scale / sum;
-    for (int64_t j = 0; j < c; ++j) d[j] *= inv;
-    d[labels[i]] -= scale;
+    if (smoothing == 0.f) {
+      for (int64_t j = 0; j < c; ++j) d[j] *= inv;
+      d[labels[i]] -= scale;
+    } else {
+      for (int64_t j = 0; j < c; ++j) d[j] = d[j] * inv - off;
+      d[labels[i]] -= on;
+    }
   }
 }
 

@@ -52,14 +52,22 @@ void check_config(const TrainConfig& c) {
   check_int(c, "global-batch-size", c.global_batch_size);
   check_int(c, "eval-batch-size", c.eval_batch_size);
   check_int(c, "accumulate-steps", c.accumulate_steps);
-  check_int(c, "synthetic-classes", c.synthetic_classes);
-  check_int(c, "synthetic-samples", c.synthetic_samples);
+  // Not given: the model's class count (models/registry.h); 0 samples: --benchmark sizes the data itself.
+  bool classes_given = false;
+  for (const OptionSetting& s : c.settings) classes_given |= s.option == "synthetic-classes" && !s.value.empty();
+  if (classes_given) check_int(c, "synthetic-classes", c.synthetic_classes);
+  if (c.synthetic_samples != 0) check_int(c, "synthetic-samples", c.synthetic_samples);
+  check_int(c, "base-batch-size", c.base_batch_size);
+  check_int(c, "image-size", c.image_size);
   check_int(c, "threads", c.threads);
   check_int(c, "checkpoint-every", c.checkpoint_every);
   check_int(c, "keep-checkpoints", c.keep_checkpoints);
   if (c.epochs <= 0 || c.batch_size <= 0 || c.accumulate_steps < 1 || c.accumulate_steps > 4096 || c.threads < 0 ||
-      c.threads > 1024 || c.keep_checkpoints < 1 || c.synthetic_samples <= 0)
+      c.threads > 1024 || c.keep_checkpoints < 1 || c.synthetic_samples < 0 ||
+      (c.synthetic_samples == 0 && !c.benchmark) || c.base_batch_size <= 0 || c.image_size < 0)
     fuzz::fail("a parsed configuration is outside the documented ranges");
+  if (!(c.label_smoothing >= 0.f && c.label_smoothing < 1.f) || (c.benchmark && (c.eval || c.dataset != "synthetic")))
+    fuzz::fail("a parsed recipe or benchmark setting is outside the documented ranges");
   if (c.synthetic_shape.size() != 3) fuzz::fail("--synthetic-shape parsed to other than 3 extents");
   for (int64_t d : c.synthetic_shape)
     if (d <= 0 || d > (1 << 24)) fuzz::fail("--synthetic-shape parsed to a bad extent");

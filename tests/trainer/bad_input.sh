@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bad input everywhere a user or a file can supply it, as a table: flags,
-# LOCKSTEP_* variables, MNIST-format data files, weights, checkpoints and
-# lockstep-run hostfiles. Every row must exit with its code, print exactly one
+# LOCKSTEP_* variables, MNIST-format and CIFAR-10 data files, weights,
+# checkpoints and lockstep-run hostfiles. Every row must exit with its code, print exactly one
 # line on stderr (the tool's "error: " prefix, then text naming the input and
 # what is wrong), print nothing on stdout, and leave every file under the work
 # directory as it was: no metrics file, weights, timeline or checkpoint
@@ -181,6 +181,15 @@ for name, text in {"slots-zero": "node-a slots=0\n", "slots-abc": "node-a slots=
     put(f"{h}/{name}", text.encode())
 EOF
 
+# CIFAR-10 binary directories: a good one from the test generator (3 records
+# per training file, 2 test records), then damaged copies.
+quiet python3 "$(dirname "$(readlink -f "$0")")/../tools/make_cifar10.py" "$WORK/data/cifar-good" --train-per-file 3 --test 2
+for name in cifar-no-test cifar-trunc cifar-label-10 cifar-empty; do cp -r "$WORK/data/cifar-good" "$WORK/data/$name"; done
+rm "$WORK/data/cifar-no-test/test_batch.bin"
+truncate -s -1000 "$WORK/data/cifar-trunc/data_batch_3.bin"  # 3 x 3073 - 1000 = 8219 bytes
+printf '\x0a' | dd of="$WORK/data/cifar-label-10/data_batch_2.bin" bs=1 seek=$((2 * 3073)) conv=notrunc status=none
+: > "$WORK/data/cifar-empty/data_batch_5.bin"
+
 # --- the table ---------------------------------------------------------------
 # Per row: every path's type, mode, inode, size and mtime (ns), so a file
 # written, replaced or created shows; once for all rows: every file's sha256.
@@ -264,6 +273,21 @@ row replicas-negative 2 trainer "--check-replicas-every: -2 must not be negative
 row inject-unknown 2 trainer "--inject-fault: 'crash@1:2' is not replica-drift@RANK:STEP" -- $SYN --inject-fault crash@1:2
 row inject-step-zero 2 trainer "--inject-fault: 'replica-drift@1:0' needs a rank >= 0 and a step >= 1" -- $SYN --inject-fault replica-drift@1:0
 
+# The large-batch recipe, --benchmark and --image-size.
+row lr-scaling-bogus 2 trainer "--lr-scaling: 'bogus' is not one of none, linear" -- $SYN --lr-scaling bogus
+row base-batch-zero 2 trainer "--base-batch-size: 0 must be positive" -- $SYN --lr-scaling linear --base-batch-size 0
+row label-smoothing-one 2 trainer "--label-smoothing: 1 must be in [0, 1)" -- $SYN --label-smoothing 1
+row label-smoothing-negative 2 trainer "--label-smoothing: -0.1 must be in [0, 1)" -- $SYN --label-smoothing -0.1
+row label-smoothing-nan 2 trainer "--label-smoothing: 'nan' is not a finite number" -- $SYN --label-smoothing nan
+row image-size-negative 2 trainer "--image-size: -1 must not be negative" -- --benchmark --image-size -1
+row image-size-too-small 2 trainer "--model lenet: samples of shape [1, 3, 3] are too small" -- --benchmark --model lenet --image-size 3
+row image-size-huge 2 trainer "--image-size: 5000 makes 1 x 5000 x 5000 values per sample, more than 16777216" -- --benchmark --image-size 5000
+row image-size-real-data 2 trainer "--image-size and --dataset fashion-mnist: --image-size shapes synthetic samples" -- --image-size 32
+row benchmark-real-data 2 trainer "--benchmark and --dataset fashion-mnist: benchmark mode trains on synthetic data" -- --benchmark --dataset fashion-mnist
+row benchmark-target 2 trainer "--benchmark and --target-accuracy: benchmark mode does not evaluate" -- --benchmark --target-accuracy 0.5
+row env-benchmark-dataset 2 trainer "--benchmark and --dataset mnist-format: benchmark mode trains on synthetic data shaped for the model (drop --dataset) (set by LOCKSTEP_BENCHMARK, LOCKSTEP_DATASET)" LOCKSTEP_BENCHMARK=true LOCKSTEP_DATASET=mnist-format --
+row env-label-smoothing 2 trainer "LOCKSTEP_LABEL_SMOOTHING=2: --label-smoothing: 2 must be in [0, 1)" LOCKSTEP_LABEL_SMOOTHING=2 -- $SYN
+
 # Environment variables.
 row env-batch 2 trainer "LOCKSTEP_BATCH_SIZE=zero: --batch-size: 'zero' is not an integer" LOCKSTEP_BATCH_SIZE=zero -- --dataset synthetic
 row env-model 2 trainer "LOCKSTEP_MODEL=nope: --model: 'nope' is unknown" LOCKSTEP_MODEL=nope --
@@ -301,6 +325,19 @@ row data-test-shape 2 trainer "$D/test-shape: train images are [1, 28, 28] but t
 row data-too-small 2 trainer "--model lenet: samples of shape [1, 4, 4] are too small" -- $MN "$D/tiny-images" --model lenet
 row data-corrupt-gz 2 trainer "$D/corrupt-gz/train-images-idx3-ubyte.gz: corrupt compressed data" -- $MN "$D/corrupt-gz"
 row data-cut-gz 2 trainer "$D/cut-gz/train-labels-idx1-ubyte.gz:" -- $MN "$D/cut-gz"
+
+# CIFAR-10 binary files, --augment.
+CF="--dataset cifar10 --epochs 1 --batch-size 8 --data-dir"
+row cifar-missing-dir 2 trainer "--data-dir: $WORK/nope is not a directory" -- $CF "$WORK/nope"
+row cifar-no-test 2 trainer "data directory $D/cifar-no-test: missing test_batch.bin (CIFAR-10 binary format: data_batch_1.bin" -- $CF "$D/cifar-no-test"
+row cifar-mnist-dir 2 trainer "data directory $D/good: missing data_batch_1.bin" -- $CF "$D/good"
+row cifar-truncated 2 trainer "$D/cifar-trunc/data_batch_3.bin is 8219 bytes, not a whole number of 3073-byte records" -- $CF "$D/cifar-trunc"
+row cifar-label-10 2 trainer "$D/cifar-label-10/data_batch_2.bin: label 10 of record 2 is outside [0, 10)" -- $CF "$D/cifar-label-10"
+row cifar-empty-file 2 trainer "$D/cifar-empty/data_batch_5.bin: empty file" -- $CF "$D/cifar-empty"
+row cifar-no-data-dir 2 trainer "--dataset cifar10 needs --data-dir: the directory of data_batch_1.bin ... data_batch_5.bin and test_batch.bin" -- --dataset cifar10
+row env-cifar-no-data-dir 2 trainer "--dataset cifar10 needs --data-dir: the directory of data_batch_1.bin ... data_batch_5.bin and test_batch.bin (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz) (set by LOCKSTEP_DATASET)" LOCKSTEP_DATASET=cifar10 --
+row augment-bogus 2 trainer "--augment: 'bogus' is not one of auto, none, crop-flip" -- $SYN --augment bogus
+row env-augment-bogus 2 trainer "LOCKSTEP_AUGMENT=bogus: --augment: 'bogus' is not one of auto, none, crop-flip" LOCKSTEP_AUGMENT=bogus -- $SYN
 
 # Weights (--load-weights); precious.safetensors as the --save-weights target must survive.
 LW="$SYN --model mlp --load-weights"
@@ -399,6 +436,11 @@ accepts() {
 accepts unknown-variable-warns "ignored: LOCKSTEP_FROBNICATE is set but names no trainer option" LOCKSTEP_FROBNICATE=1 -- $SYN
 accepts damaged-newest-falls-back "skipping checkpoint $SCRATCH/fallback/$CK2: $SCRATCH/fallback/$CK2: tensor 'optimizer." -- $CKR "$SCRATCH/fallback" --max-steps 3
 accepts weights-without-checksums "" -- $LW "$SCRATCH/plain.safetensors"
+accepts benchmark-explicit-synthetic "" -- --benchmark --dataset synthetic --model mlp --batch-size 16
+accepts synthetic-shape-over-image-size "" -- $SYN --model mlp --synthetic-shape 1,20,20 --image-size 16
+accepts recipe-flags "" LOCKSTEP_LR_SCALING=linear -- $SYN --model mlp --base-batch-size 64 --warmup-epochs 1 --no-decay-bn-bias --label-smoothing 0.1 --weight-decay 1e-4
+accepts cifar10-good "" -- --dataset cifar10 --data-dir "$D/cifar-good" --batch-size 8
+accepts augment-crop-flip-env "" LOCKSTEP_AUGMENT=crop-flip -- $SYN
 
 if [[ $(hashes) != "$initial_hashes" ]]; then
   echo "FAIL: file contents under the work directory changed during the rows"

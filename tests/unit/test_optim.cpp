@@ -1,9 +1,12 @@
 // Optimizers against steps computed by torch.optim (PyTorch 1.13.1, fp32) for
-// p0 = [0.5, -1, 2] and three fixed gradients; and LR schedules by hand.
+// p0 = [0.5, -1, 2] and three fixed gradients; LR schedules by hand; the
+// large-batch recipe's settings (launcher/recipe.h) from trainer options.
 #include <catch2/catch.hpp>
 
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "options.h"
+#include "recipe.h"
 
 using namespace lockstep;
 
@@ -105,6 +108,37 @@ TEST_CASE("decay can skip parameters declared without decay", "[optim]") {
   CHECK(b->value.data<float>()[0] == 1.f);
 }
 
+// --no-decay-bn-bias reaches the optimizer: a parameter declared decay=false
+// (biases; batch norm's weight and bias) keeps its value under weight decay
+// with the flag and decays without it. SGD and AdamW (decoupled decay) alike.
+TEST_CASE("--no-decay-bn-bias skips decay=false parameters, and only with the flag", "[optim][recipe]") {
+  for (const bool flag : {false, true})
+    for (const char* name : {"sgd", "adamw"}) {
+      INFO((flag ? "--no-decay-bn-bias, " : "default, ") << name);
+      std::vector<std::string> args{"trainer", "--optimizer", name, "--weight-decay", "0.5", "--momentum", "0"};
+      if (flag) args.push_back("--no-decay-bn-bias");
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      TrainConfig tc;
+      REQUIRE(parse_train_options(static_cast<int>(argv.size()), argv.data(), tc) == ParseOutcome::Run);
+      const OptimizerConfig oc = optimizer_config(tc);
+      CHECK(oc.decay_all == !flag);
+      ParameterStore store;
+      Parameter* w = store.declare("w", Shape{2});
+      Parameter* bn = store.declare("bn.weight", Shape{2}, /*decay=*/false);
+      store.finalize();
+      w->value.fill(1.f);
+      bn->value.fill(1.f);
+      auto opt = make_optimizer(store, oc);
+      opt->step(0.1f);  // zero gradients: only decay moves values
+      CHECK(w->value.data<float>()[0] == Approx(0.95f));  // both: p - lr * wd * p
+      if (flag)
+        CHECK(bn->value.data<float>()[0] == 1.f);
+      else
+        CHECK(bn->value.data<float>()[0] == Approx(0.95f));
+    }
+}
+
 TEST_CASE("optimizer state is flat and named", "[optim]") {
   ParameterStore store;
   store.declare("p", Shape{5});
@@ -139,4 +173,60 @@ TEST_CASE("learning-rate schedules", "[optim]") {
   CHECK(s.lr(100) == Approx(0.f).margin(1e-7));
   s.kind = "linear";
   CHECK_THROWS_AS(s.validate(), InputError);
+}
+
+// Goyal et al. 2017, section 2.2: "we start from a learning rate of eta and
+// increment it by a constant amount at each iteration such that it reaches
+// eta^ = k eta after 5 epochs". Here eta = 0.05, k = 8, 10 warmup steps.
+TEST_CASE("gradual warmup from the unscaled LR, per step, as Goyal et al.", "[optim][recipe]") {
+  LrSchedule s;
+  s.base_lr = 0.4f;
+  s.warmup_start_lr = 0.05f;
+  s.warmup_steps = 10;
+  s.validate();
+  CHECK(s.lr(0) == Approx(0.05f));
+  for (int64_t t = 1; t < 10; ++t) CHECK(s.lr(t) - s.lr(t - 1) == Approx(0.035f).epsilon(1e-4));  // (0.4 - 0.05) / 10
+  CHECK(s.lr(9) == Approx(0.365f));
+  CHECK(s.lr(10) == 0.4f);
+  CHECK(s.lr(1000) == 0.4f);
+  s.kind = "cosine";  // decay starts where warmup ends
+  s.total_steps = 110;
+  CHECK(s.lr(10) == Approx(0.4f));
+  CHECK(s.lr(60) == Approx(0.2f));
+  s.warmup_start_lr = 0.5f;  // above the target: not a warmup
+  CHECK_THROWS_AS(s.validate(), InputError);
+}
+
+TEST_CASE("--lr-scaling linear: LR x global batch / base batch, warmup from --lr", "[optim][recipe]") {
+  TrainConfig c;
+  c.lr = 0.05f;
+  c.warmup_epochs = 2.f;
+  c.lr_schedule = "step";
+  c.lr_step_epochs = 30.f;
+  // Without scaling: --lr at any batch, and the ramp of the plain schedule.
+  for (const int64_t batch : {256, 2048}) {
+    CHECK(effective_lr(c, batch) == 0.05f);
+    const LrSchedule s = make_lr_schedule(c, batch, 50, 5000);
+    CHECK(s.base_lr == 0.05f);
+    CHECK(s.warmup_start_lr == 0.f);
+    CHECK(s.lr(0) == Approx(0.05f / 100));
+  }
+  CHECK(describe_lr(c, 2048) == "0.05");
+  c.lr_scaling = "linear";
+  c.base_batch_size = 256;
+  CHECK(effective_lr(c, 256) == 0.05f);
+  CHECK(effective_lr(c, 2048) == Approx(0.4f));
+  CHECK(effective_lr(c, 64) == Approx(0.0125f));
+  CHECK(describe_lr(c, 2048) == "0.4 = 0.05 x 2048/256");
+  const LrSchedule s = make_lr_schedule(c, 2048, 50, 5000);
+  CHECK(s.base_lr == Approx(0.4f));
+  CHECK(s.warmup_steps == 100);  // 2 epochs of 50 steps
+  CHECK(s.step_every == 1500);
+  CHECK(s.lr(0) == Approx(0.05f));
+  CHECK(s.lr(50) == Approx(0.225f));
+  CHECK(s.lr(100) == Approx(0.4f));
+  CHECK(s.lr(1500) == Approx(0.04f));
+  // k <= 1 (global batch at or below the base): nothing to ramp up from, the plain ramp.
+  CHECK(make_lr_schedule(c, 256, 50, 5000).warmup_start_lr == 0.f);
+  CHECK(make_lr_schedule(c, 64, 50, 5000).warmup_start_lr == 0.f);
 }

@@ -1,0 +1,130 @@
+// BatchNorm2d: statistics, running averages, the backward coefficients.
+#include "nn/batchnorm.h"
+
+#include <cmath>
+
+#include "ops/batchnorm.h"
+
+namespace lockstep {
+
+BatchNorm2d::BatchNorm2d(int64_t channels, float eps, float momentum) : c_(channels), eps_(eps), momentum_(momentum) {
+  LS_CHECK(c_ > 0 && eps_ > 0.f && momentum_ >= 0.f && momentum_ <= 1.f, "{}: invalid configuration", describe());
+}
+
+std::string BatchNorm2d::describe() const { return fmt::format("BatchNorm2d({})", c_); }
+
+Shape BatchNorm2d::output_shape(const Shape& in) const {
+  LS_CHECK(in.rank() == 4 && in[1] == c_, "{} expects input [N, {}, H, W], got {}", describe(), c_, in.str());
+  return in;
+}
+
+void BatchNorm2d::declare(ParameterStore& store, const std::string& prefix) {
+  w_ = store.declare(prefix + "weight", Shape{c_}, /*decay=*/false);
+  b_ = store.declare(prefix + "bias", Shape{c_}, /*decay=*/false);
+}
+
+void BatchNorm2d::declare_buffers(ParameterStore& buffers, const std::string& prefix) {
+  running_mean_ = buffers.declare(prefix + "running_mean", Shape{c_}, false);
+  running_var_ = buffers.declare(prefix + "running_var", Shape{c_}, false);
+}
+
+void BatchNorm2d::init(Rng&) {
+  w_->value.fill(1.f);
+  b_->value.fill(0.f);
+  if (running_mean_) running_mean_->value.fill(0.f);
+  if (running_var_) running_var_->value.fill(1.f);
+}
+
+void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+  LS_CHECK(x.device().is_cpu(), "BatchNorm2d: tensors on {} are not supported by this build", x.device().str());
+  LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
+  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const auto C = static_cast<size_t>(c_);
+  mean_.resize(C);
+  invstd_.resize(C);
+  scale_.resize(C);
+  shift_.resize(C);
+  const float* gamma = w_->value.data<float>();
+  const float* beta = b_->value.data<float>();
+  float* rm = running_mean_->value.data<float>();
+  float* rv = running_var_->value.data<float>();
+  training_ = ctx.training;
+  synced_ = false;
+  if (ctx.training) {
+    // Two passes (two reductions when synced): the mean, then the squared
+    // deviations from it. Sums of x^2 minus mean^2 would lose the variance of
+    // a channel whose spread is small next to its mean.
+    sums_.assign(C + 1, 0.0);
+    ops::batchnorm_sum_cpu(s, x.data<float>(), sums_.data());
+    sums_[C] = static_cast<double>(s.n * s.hw);
+    if (ctx.sync) {  // sums and counts of every rank
+      ctx.sync->sum(sums_.data(), static_cast<int64_t>(sums_.size()));
+      synced_ = true;
+    }
+    count_ = sums_[C];
+    LS_CHECK(count_ > 1, "{}: batch statistics need more than one value per channel (input {})", describe(),
+             x.shape().str());
+    for (size_t c = 0; c < C; ++c) mean_[c] = static_cast<float>(sums_[c] / count_);
+    ops::batchnorm_centered_sumsq_cpu(s, x.data<float>(), mean_.data(), sums_.data());
+    if (synced_) ctx.sync->sum(sums_.data(), static_cast<int64_t>(C));
+    for (size_t c = 0; c < C; ++c) {
+      const double var = sums_[c] / count_;
+      invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + eps_));
+      rm[c] = static_cast<float>((1.0 - momentum_) * rm[c] + momentum_ * mean_[c]);
+      rv[c] = static_cast<float>((1.0 - momentum_) * rv[c] + momentum_ * var * count_ / (count_ - 1));
+    }
+  } else {
+    for (size_t c = 0; c < C; ++c) {
+      mean_[c] = rm[c];
+      invstd_[c] = 1.f / std::sqrt(rv[c] + eps_);
+    }
+  }
+  for (size_t c = 0; c < C; ++c) {
+    scale_[c] = gamma[c] * invstd_[c];
+    shift_[c] = beta[c] - mean_[c] * scale_[c];
+  }
+  ops::batchnorm_apply_cpu(s, x.data<float>(), scale_.data(), shift_.data(), y.data<float>(), relu_);
+}
+
+void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const auto C = static_cast<size_t>(c_);
+  sums_.assign(2 * C, 0.0);
+  // dy is the caller's scratch gradient buffer: the fused ReLU masks it in place.
+  ops::batchnorm_backward_reduce_cpu(s, x.data<float>(), y.data<float>(), const_cast<float*>(dy.data<float>()), relu_,
+                                     mean_.data(), sums_.data(), sums_.data() + C);
+  // Parameter gradients from this rank's samples (the gradient average adds the rest).
+  float* dgamma = w_->grad.data<float>();
+  float* dbeta = b_->grad.data<float>();
+  for (size_t c = 0; c < C; ++c) {
+    const auto g = static_cast<float>(sums_[C + c] * invstd_[c]), bsum = static_cast<float>(sums_[c]);
+    dgamma[c] = ctx.accumulate ? dgamma[c] + g : g;
+    dbeta[c] = ctx.accumulate ? dbeta[c] + bsum : bsum;
+  }
+  if (!dx) return;
+  if (synced_) {
+    LS_CHECK(ctx.sync != nullptr, "{}: forward synced its statistics, backward has no reducer", describe());
+    ctx.sync->sum(sums_.data(), static_cast<int64_t>(2 * C));
+  }
+  a_.resize(C);
+  b_coef_.resize(C);
+  d_.resize(C);
+  const float* gamma = w_->value.data<float>();
+  for (size_t c = 0; c < C; ++c) {
+    const double a = static_cast<double>(gamma[c]) * invstd_[c];
+    if (!training_) {  // the statistics were constants
+      a_[c] = static_cast<float>(a);
+      b_coef_[c] = d_[c] = 0.f;
+      continue;
+    }
+    const double mean_dy = sums_[c] / count_, mean_dy_xmu = sums_[C + c] / count_;
+    const double b = -a * static_cast<double>(invstd_[c]) * invstd_[c] * mean_dy_xmu;
+    a_[c] = static_cast<float>(a);
+    b_coef_[c] = static_cast<float>(b);
+    d_[c] = static_cast<float>(-a * mean_dy - b * mean_[c]);
+  }
+  ops::batchnorm_backward_apply_cpu(s, x.data<float>(), dy.data<float>(), a_.data(), b_coef_.data(), d_.data(),
+                                    dx->data<float>());
+}
+
+}  // namespace lockstep

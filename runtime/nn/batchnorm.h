@@ -1,0 +1,50 @@
+// BatchNorm2d: per-channel normalisation with a learned scale and shift.
+//   x [N, C, H, W] -> y [N, C, H, W]   weight, bias [C]   running_mean, running_var [C] (buffers)
+// Training: statistics of the batch (this rank's, or all ranks' when the
+// context carries a StatsReducer: --sync-batchnorm), and the running
+// statistics move towards them (momentum 0.1; running_var unbiased), as in
+// PyTorch. Evaluation: the running statistics. weight and bias are declared
+// without weight decay (--no-decay-bn-bias skips them). A following ReLU can be
+// fused (applied in the output pass, its mask in backward).
+#pragma once
+
+#include <vector>
+
+#include "nn/module.h"
+
+namespace lockstep {
+
+class BatchNorm2d final : public Module {
+ public:
+  explicit BatchNorm2d(int64_t channels, float eps = 1e-5f, float momentum = 0.1f);
+  std::string describe() const override;
+  Shape output_shape(const Shape& in) const override;
+  void declare(ParameterStore& store, const std::string& prefix) override;
+  void declare_buffers(ParameterStore& buffers, const std::string& prefix) override;
+  void init(Rng& rng) override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  bool has_parameters() const override { return true; }
+  std::vector<const Parameter*> parameters() const override { return {w_, b_}; }
+  int64_t forward_flops(const Shape& in) const override { return 2 * in.numel(); }
+  bool fuse_relu(bool on) override { return relu_ = on; }
+  bool backward_reads_output() const override { return relu_; }
+
+ private:
+  int64_t c_;
+  float eps_, momentum_;
+  bool relu_ = false;
+  Parameter* w_ = nullptr;
+  Parameter* b_ = nullptr;
+  Parameter* running_mean_ = nullptr;
+  Parameter* running_var_ = nullptr;
+  // From the last forward, for backward.
+  bool training_ = false, synced_ = false;
+  double count_ = 0;                        // samples x pixels the statistics covered (all ranks when synced)
+  std::vector<float> mean_, invstd_;        // [C] statistics used
+  std::vector<float> scale_, shift_;        // [C] y = x * scale + shift
+  std::vector<double> sums_;                // [2C + 1] reduction scratch
+  std::vector<float> a_, b_coef_, d_;       // [C] backward coefficients
+};
+
+}  // namespace lockstep

@@ -1,0 +1,42 @@
+// Residual: y = ReLU(branch(x) + shortcut(x)), the building block of ResNets.
+// The branch and the (optional) shortcut are Sequentials of ordinary layers;
+// no shortcut means the identity. Parameters are named
+// "<prefix>branch.<i>.<name>" and "<prefix>shortcut.<i>.<name>".
+//
+// Backward: dy is masked by the final ReLU in place (it is the caller's
+// scratch buffer), handed to both chains' output gradients, and the input
+// gradients of the two paths are added. Memory: each chain keeps its own
+// activations; a projection shortcut adds one input-sized scratch tensor.
+#pragma once
+
+#include "nn/module.h"
+#include "nn/sequential.h"
+
+namespace lockstep {
+
+class Residual final : public Module {
+ public:
+  // `name` is how describe() starts ("BasicBlock(16, 32, stride=2)").
+  Residual(std::string name, Sequential branch, Sequential shortcut = Sequential());
+  std::string describe() const override { return name_; }
+  Shape output_shape(const Shape& in) const override;
+  void declare(ParameterStore& store, const std::string& prefix) override;
+  void declare_buffers(ParameterStore& buffers, const std::string& prefix) override;
+  void init(Rng& rng) override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  bool backward_reads_output() const override { return true; }
+  bool has_parameters() const override { return !parameters().empty(); }
+  std::vector<const Parameter*> parameters() const override;
+  int64_t forward_flops(const Shape& in) const override;
+
+  Sequential& branch() { return branch_; }
+  Sequential& shortcut() { return shortcut_; }
+
+ private:
+  std::string name_;
+  Sequential branch_, shortcut_;  // shortcut_ empty: identity
+  Tensor scratch_;                // the shortcut's input gradient (projection only)
+};
+
+}  // namespace lockstep
