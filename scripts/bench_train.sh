@@ -9,13 +9,18 @@
 # Reports medians over rounds, the ratio, and lockstep's effective GFLOP/s
 # (3 x forward FLOPs of direct convolution per image x images/s) next to the
 # core's single-thread sgemm rate. Last line: JSON.
-# usage: scripts/bench_train.sh [--models "lenet keras-cnn"] [--batch 256] [--threads 1] [--reps 5]
+# ResNets (no CIFAR/ImageNet files on the development machines) run in
+# --benchmark mode: synthetic data of the model's shape, --image-size S
+# shrinking H and W (resnet50 is 224x224, 1000 classes), PyTorch on the same shape.
+# usage: scripts/bench_train.sh [--models "lenet keras-cnn"] [--batch 256] [--threads 1] [--reps 5] [--image-size S] [--steps N]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-MODELS="lenet keras-cnn" BATCH=256 THREADS=1 REPS=5
+MODELS="lenet keras-cnn" BATCH=256 THREADS=1 REPS=5 IMAGE=0 STEPS=0
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --image-size) IMAGE=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
     --models) MODELS=$2; shift 2 ;;
     --batch) BATCH=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
@@ -35,13 +40,22 @@ echo "batch $BATCH, $THREADS thread(s), $REPS rounds"
 results=()
 for model in $MODELS; do
   steps=60; [[ $model == keras-cnn || $model == convnet ]] && steps=40
+  data=() shape=()
+  if [[ $model == resnet* ]]; then
+    steps=20
+    side=32 classes=10; [[ $model == resnet50 ]] && side=224 classes=1000
+    ((IMAGE > 0)) && side=$IMAGE
+    data=(--benchmark --image-size "$side")
+    shape=(--channels 3 --image-size "$side" --classes "$classes")
+  fi
+  ((STEPS > 0)) && steps=$STEPS
   ours=() theirs=()
   for ((r = 1; r <= REPS; ++r)); do
     "$BUILD/trainer" --model "$model" --batch-size "$BATCH" --threads "$THREADS" --max-steps "$steps" \
-      --progress off --metrics-file "$WORK/m.jsonl" > "$WORK/out"
+      "${data[@]}" --progress off --metrics-file "$WORK/m.jsonl" > "$WORK/out"
     ours+=("$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["images_per_sec"])' "$WORK/m.jsonl")")
     theirs+=("$("$TORCH_PY" "$ROOT/scripts/bench/torch_cpu.py" --model "$model" --batch-size "$BATCH" \
-      --threads "$THREADS" --steps 40 | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["images_per_sec"])')")
+      --threads "$THREADS" --steps "$(( steps < 40 ? steps : 40 ))" --window "$(( steps < 40 ? 5 : 10 ))" "${shape[@]}" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["images_per_sec"])')")
     echo "  $model round $r: lockstep ${ours[-1]%.*} img/s, pytorch ${theirs[-1]%.*} img/s"
   done
   mflop=$(grep -o '[0-9.]* MFLOP forward' "$WORK/out" | cut -d' ' -f1)

@@ -4,7 +4,8 @@
 #         faults and cluster tests included
 #   tsan  build-tsan/ with TSan: the comm thread, buckets, distributed
 #         optimizer and watchdog (MPI tests at 2 and 4 ranks, watchdog and
-#         loader unit tests, 2-rank trainer runs with overlap and the watchdog)
+#         loader unit tests, 2-rank trainer runs with overlap and the watchdog,
+#         one with --sync-batchnorm)
 #   all   both (default)
 # Options are compiled into every binary (tests/sanitizers/sanitizer_defaults.cpp.in)
 # so that ranks started over ssh get them too; ASAN_OPTIONS, UBSAN_OPTIONS,
@@ -96,6 +97,12 @@ run_tsan() {
   step "trainer, 2 ranks, overlap, MPI buckets (bf16 wire, 5 buckets)" \
     mpirun -np 2 --oversubscribe "$TSAN_BUILD/trainer" "${train[@]}" --grad-compression bf16 \
     --fusion-threshold-mb 0.05 --first-bucket-mb 0.01
+  # Synchronised batch norm reduces statistics on the training thread while
+  # the communication thread reduces gradient buckets of the same step.
+  step "trainer, 2 ranks, resnet20 with --sync-batchnorm and overlapped buckets" \
+    mpirun -np 2 --oversubscribe "$TSAN_BUILD/trainer" --model resnet20 --dataset synthetic \
+    --synthetic-shape 3,16,16 --synthetic-samples 128 --batch-size 8 --epochs 1 --threads 1 --sync-batchnorm \
+    --fusion-threshold-mb 0.2 --first-bucket-mb 0.05 --collective-timeout 30 --progress off
   rm -rf "$work"
   echo "== tsan: runs $((SECONDS - t0)) s"
   check_reports "$TSAN_BUILD" || rc=1

@@ -2,7 +2,8 @@
 """PyTorch CPU reference for lockstep's training-throughput benchmark.
 
 Trains the same model (same layers, same init family, same optimizer) on
-synthetic 28x28x1 data with the given batch and thread count, and prints the
+synthetic data (28x28x1 unless --channels/--image-size say otherwise) with the
+given batch and thread count, and prints the
 median images/s over timed windows. Last line is machine-readable JSON.
 Runs with Debian's python3-torch (1.13, CPU).
 """
@@ -23,16 +24,19 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--window", type=int, default=10, help="steps per timed window")
+    ap.add_argument("--channels", type=int, default=1)
+    ap.add_argument("--image-size", type=int, default=28)
+    ap.add_argument("--classes", type=int, default=10)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = TorchModel(a.model)
+    model = TorchModel(a.model, in_ch=a.channels, classes=a.classes, hw=a.image_size)
     model.train()
     opt = (torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if a.optimizer == "sgd"
            else torch.optim.Adam(model.parameters(), lr=1e-3))
     loss_fn = nn.CrossEntropyLoss()
-    x = torch.rand(a.batch_size, 1, 28, 28)
-    y = torch.randint(0, 10, (a.batch_size,))
+    x = torch.rand(a.batch_size, a.channels, a.image_size, a.image_size)
+    y = torch.randint(0, a.classes, (a.batch_size,))
 
     def step():
         opt.zero_grad(set_to_none=False)
@@ -51,7 +55,8 @@ def main():
         dt = time.perf_counter() - t0
         rates.append(a.window * a.batch_size / dt)
     med = statistics.median(rates)
-    print(f"torch {torch.__version__} {a.model} batch {a.batch_size} threads {a.threads}: "
+    print(f"torch {torch.__version__} {a.model} {a.channels}x{a.image_size}x{a.image_size} "
+          f"batch {a.batch_size} threads {a.threads}: "
           f"median {med:,.0f} img/s over {len(rates)} windows of {a.window} steps")
     print(json.dumps({"impl": "pytorch", "version": torch.__version__, "model": a.model,
                       "batch": a.batch_size, "threads": a.threads, "images_per_sec": med}))

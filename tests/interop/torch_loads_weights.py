@@ -4,7 +4,8 @@
 For each model: train a few steps with the lockstep trainer on a slice of
 Fashion-MNIST (2,000 training and 500 test images, written as IDX files so the
 test stays fast), save the weights; load them with the reference `safetensors` package into the
-layer-for-layer PyTorch definition (strict state_dict), evaluate the test set
+layer-for-layer PyTorch definition (strict state_dict; for ResNets the batch
+norm running statistics too, so evaluation mode must agree), evaluate the test set
 with the normalisation stored in the file's metadata, and compare test loss and
 accuracy with what lockstep reported. Exit 77 (ctest: skipped) when torch or
 safetensors is not importable.
@@ -65,7 +66,14 @@ def main():
                 meta = f.metadata()
             mean, std = float(meta["input_mean"]), float(meta["input_std"])
             model = TorchModel(name)
-            model.load_state_dict(load_file(w), strict=True)
+            state = load_file(w)
+            # PyTorch's batch norm also counts its batches (used only with
+            # momentum=None); lockstep does not store the count. Every other
+            # tensor, running statistics included, must match by name and shape.
+            for k, v in model.state_dict().items():
+                if k.endswith("num_batches_tracked"):
+                    state.setdefault(k, torch.zeros_like(v))
+            model.load_state_dict(state, strict=True)
             model.eval()
             x = (torch.from_numpy(images.astype(np.float32)).unsqueeze(1) / 255.0 - mean) / std
             with torch.no_grad():
