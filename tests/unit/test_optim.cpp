@@ -111,7 +111,7 @@ TEST_CASE("decay can skip parameters declared without decay", "[optim]") {
 // --no-decay-bn-bias reaches the optimizer: a parameter declared decay=false
 // (biases; batch norm's weight and bias) keeps its value under weight decay
 // with the flag and decays without it. SGD and AdamW (decoupled decay) alike.
-TEST_CASE("--no-decay-bn-bias skips decay=false parameters, and only with the flag", "[optim][recipe]") {
+TEST_CASE("no-decay-bn-bias: decay=false parameters skip weight decay, and only with the flag", "[optim][recipe]") {
   for (const bool flag : {false, true})
     for (const char* name : {"sgd", "adamw"}) {
       INFO((flag ? "--no-decay-bn-bias, " : "default, ") << name);
@@ -197,7 +197,7 @@ TEST_CASE("gradual warmup from the unscaled LR, per step, as Goyal et al.", "[op
   CHECK_THROWS_AS(s.validate(), InputError);
 }
 
-TEST_CASE("--lr-scaling linear: LR x global batch / base batch, warmup from --lr", "[optim][recipe]") {
+TEST_CASE("linear LR scaling: LR x global batch / base batch, warmup from --lr", "[optim][recipe]") {
   TrainConfig c;
   c.lr = 0.05f;
   c.warmup_epochs = 2.f;
