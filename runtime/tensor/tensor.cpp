@@ -4,7 +4,28 @@
 #include <algorithm>
 #include <cstring>
 
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "cuda/check.h"
+#endif
+
 namespace lockstep {
+namespace {
+
+// Copies between host and device memory off the hot path (tests, checkpoints,
+// weights): waits for all queued device work first, so the bytes read are the
+// ones the step wrote. The step itself uses asynchronous copies on its streams.
+void copy_across_devices(void* dst, const void* src, size_t nbytes, Device to, Device from) {
+#ifdef LOCKSTEP_HAVE_CUDA
+  LS_CUDA_CHECK(cudaDeviceSynchronize());
+  LS_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDefault));
+#else
+  LS_THROW("copy from {} to {}: this build has no CUDA support", from.str(), to.str());
+#endif
+}
+
+}  // namespace
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, std::shared_ptr<Allocator> allocator) {
   Tensor t;
@@ -48,20 +69,39 @@ Tensor Tensor::narrow_rows(int64_t n) const {
 void Tensor::copy_from(const Tensor& src) {
   LS_CHECK(src.numel() == numel() && src.dtype() == dtype_, "copy_from: {} {} into {} {}", dtype_name(src.dtype()),
            src.shape().str(), dtype_name(dtype_), shape_.str());
-  LS_CHECK(device().is_cpu() && src.device().is_cpu(), "copy_from: host tensors only");
-  if (nbytes()) std::memmove(raw_data(), src.raw_data(), nbytes());
+  if (!nbytes()) return;
+  if (device().is_cpu() && src.device().is_cpu()) {
+    std::memmove(raw_data(), src.raw_data(), nbytes());
+  } else {
+    copy_across_devices(raw_data(), src.raw_data(), nbytes(), device(), src.device());
+  }
+}
+
+Tensor Tensor::to(std::shared_ptr<Allocator> allocator) const {
+  Tensor t = zeros(shape_, dtype_, std::move(allocator));
+  t.copy_from(*this);
+  return t;
 }
 
 void Tensor::fill(float value) {
+  LS_CHECK(device().is_cpu(), "fill: host tensors only (tensor on {})", device().str());
   std::fill_n(data<float>(), numel(), value);
 }
 
 void Tensor::zero() {
-  LS_CHECK(device().is_cpu(), "zero: host tensors only");
-  if (nbytes()) std::memset(raw_data(), 0, nbytes());
+  if (!nbytes()) return;
+  if (device().is_cpu()) {
+    std::memset(raw_data(), 0, nbytes());
+    return;
+  }
+#ifdef LOCKSTEP_HAVE_CUDA
+  LS_CUDA_CHECK(cudaDeviceSynchronize());
+  LS_CUDA_CHECK(cudaMemset(raw_data(), 0, nbytes()));
+#endif
 }
 
 std::vector<float> Tensor::to_vector() const {
+  if (!device().is_cpu()) return to(cpu_allocator()).to_vector();
   const float* p = data<float>();
   return std::vector<float>(p, p + numel());
 }

@@ -49,10 +49,14 @@ class Tensor {
   // First `n` rows (along dimension 0) of this tensor. Shares storage.
   Tensor narrow_rows(int64_t n) const;
 
-  void copy_from(const Tensor& src);  // same numel and dtype, CPU
+  // Same numel and dtype; any devices. Copies touching a GPU wait for all queued
+  // device work first (off the hot path: tests, checkpoints, weights).
+  void copy_from(const Tensor& src);
+  // A copy of this tensor in memory from `allocator` (e.g. to or from a GPU).
+  Tensor to(std::shared_ptr<Allocator> allocator) const;
   void fill(float value);             // F32, CPU
-  void zero();                        // any dtype, CPU
-  std::vector<float> to_vector() const;
+  void zero();                        // any dtype, any device (synchronous)
+  std::vector<float> to_vector() const;  // F32, any device
 
  private:
   std::shared_ptr<Storage> storage_;

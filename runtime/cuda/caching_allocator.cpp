@@ -1,0 +1,120 @@
+// Size-class caching allocator for device memory, and the pinned host allocator.
+#include "cuda/caching_allocator.h"
+
+#include <bit>
+#include <cstring>
+
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+
+namespace lockstep::cuda {
+
+size_t CachingAllocator::round_size(size_t nbytes) {
+  constexpr size_t kMin = 512;
+  if (nbytes <= 4 * kMin) return (nbytes + kMin - 1) / kMin * kMin;  // 512, 1024, 1536, 2048
+  const size_t step = std::bit_floor(nbytes) / 4;                   // quarter of the power of two below
+  return (nbytes + step - 1) / step * step;
+}
+
+CachingAllocator::CachingAllocator(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+
+CachingAllocator::~CachingAllocator() {
+  // Live blocks at destruction belong to tensors that outlive the allocator's
+  // owner; they are leaked rather than freed under a user (Storage keeps a
+  // shared_ptr to its allocator, so this only happens at process exit).
+  std::lock_guard lock(mu_);
+  DeviceGuard guard(device_);
+  for (auto& [size, blocks] : free_) {
+    for (void* p : blocks) cudaFree(p);
+  }
+}
+
+void* CachingAllocator::allocate(size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  const size_t size = round_size(nbytes);
+  std::lock_guard lock(mu_);
+  DeviceGuard guard(device_);
+  void* p = nullptr;
+  if (auto it = free_.find(size); it != free_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+    ++stats_.cache_hits;
+  } else {
+    cudaError_t e = cudaMalloc(&p, size);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      release_cached_locked();
+      e = cudaMalloc(&p, size);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      LS_THROW("out of GPU memory on cuda:{} allocating {} bytes ({}): {} bytes in use by tensors, {} reserved, "
+               "{} free of {}",
+               device_, size, cudaGetErrorName(e), stats_.allocated_bytes, stats_.reserved_bytes, free_b, total_b);
+    }
+    ++stats_.device_mallocs;
+    stats_.reserved_bytes += static_cast<int64_t>(size);
+    stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+  }
+  live_[p] = size;
+  stats_.allocated_bytes += static_cast<int64_t>(size);
+  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+  LS_CUDA_CHECK(cudaMemsetAsync(p, 0, nbytes, stream_));
+  return p;
+}
+
+void CachingAllocator::deallocate(void* ptr, size_t) {
+  if (!ptr) return;
+  std::lock_guard lock(mu_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return;  // not ours; never happens through Storage
+  stats_.allocated_bytes -= static_cast<int64_t>(it->second);
+  free_[it->second].push_back(ptr);
+  live_.erase(it);
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peaks() {
+  std::lock_guard lock(mu_);
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.peak_reserved_bytes = stats_.reserved_bytes;
+}
+
+void CachingAllocator::release_cached() {
+  std::lock_guard lock(mu_);
+  DeviceGuard guard(device_);
+  release_cached_locked();
+}
+
+void CachingAllocator::release_cached_locked() {
+  LS_CUDA_CHECK(cudaDeviceSynchronize());  // queued work may still use a freed block
+  for (auto& [size, blocks] : free_) {
+    for (void* p : blocks) {
+      LS_CUDA_CHECK(cudaFree(p));
+      ++stats_.device_frees;
+      stats_.reserved_bytes -= static_cast<int64_t>(size);
+    }
+    blocks.clear();
+  }
+}
+
+void* PinnedAllocator::allocate(size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  void* p = nullptr;
+  LS_CUDA_CHECK(cudaHostAlloc(&p, nbytes, cudaHostAllocDefault));
+  std::memset(p, 0, nbytes);
+  return p;
+}
+
+void PinnedAllocator::deallocate(void* ptr, size_t) {
+  if (ptr) cudaFreeHost(ptr);
+}
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,48 @@
+// Everything one rank's GPU work runs on: the device, the compute stream, the
+// caching allocator ordered on that stream, the cuBLAS and cuDNN handles bound
+// to it, and a growable scratch workspace for library calls. One per rank,
+// owned by whoever drives training (the trainer, a test); layers get a pointer
+// through their Forward/BackwardContext. Not a singleton.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "cuda/caching_allocator.h"
+#include "cuda/handles.h"
+#include "cuda/stream.h"
+
+namespace lockstep::cuda {
+
+class Context {
+ public:
+  explicit Context(int device);  // makes `device` current
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int device() const { return device_; }
+  const Stream& stream() const { return stream_; }
+  cudaStream_t raw_stream() const { return stream_.get(); }
+  const std::shared_ptr<CachingAllocator>& allocator() const { return allocator_; }
+  cublasHandle_t cublas() const { return cublas_.get(); }
+  cudnnHandle_t cudnn() const { return cudnn_.get(); }
+
+  // At least `bytes` of device scratch, valid until the next call (stream ordered:
+  // growing it frees the old block, whose last use was on this stream).
+  void* workspace(size_t bytes);
+  size_t workspace_bytes() const { return workspace_bytes_; }
+
+  void synchronize() const { stream_.synchronize(); }
+
+ private:
+  int device_;
+  Stream stream_;
+  std::shared_ptr<CachingAllocator> allocator_;
+  CublasHandle cublas_;
+  CudnnHandle cudnn_;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+};
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,36 @@
+// RAII owners of the cuBLAS and cuDNN library handles. A handle is bound to
+// one stream; all calls through it are queued there.
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+namespace lockstep::cuda {
+
+class CublasHandle {
+ public:
+  explicit CublasHandle(cudaStream_t stream);
+  ~CublasHandle();
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+class CudnnHandle {
+ public:
+  explicit CudnnHandle(cudaStream_t stream);
+  ~CudnnHandle();
+  CudnnHandle(const CudnnHandle&) = delete;
+  CudnnHandle& operator=(const CudnnHandle&) = delete;
+  cudnnHandle_t get() const { return handle_; }
+
+ private:
+  cudnnHandle_t handle_ = nullptr;
+};
+
+}  // namespace lockstep::cuda
