@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/rng.h"
+#include "ops/dropout_hash.h"
 #include "ops/simd.h"
 
 namespace lockstep::ops {
@@ -35,21 +36,17 @@ LS_SIMD_CLONES void add_inplace(int64_t b, int64_t e, const float* x, float* y) 
   for (int64_t i = b; i < e; ++i) y[i] += x[i];
 }
 
-// murmur3's 32-bit finaliser: cheap and vectorisable (32-bit multiplies).
-inline uint32_t mix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
+// The row key is draw `row` of stream `key`, as the header documents; the hash
+// shared with the GPU kernel spells rng_u64 out itself (host/device).
+static_assert(dropout_row_key(0x0123456789ABCDEFull, 0) == static_cast<uint32_t>(rng_u64(0x0123456789ABCDEFull, 0)));
+static_assert(dropout_row_key(0xFEDCBA9876543210ull, 1234567) ==
+              static_cast<uint32_t>(rng_u64(0xFEDCBA9876543210ull, 1234567)));
+static_assert(dropout_row_key(~0ull, ~0ull) == static_cast<uint32_t>(rng_u64(~0ull, ~0ull)));
 
 LS_SIMD_CLONES void dropout_row(int64_t n, uint32_t row_key, uint32_t threshold, float scale, const float* x, float* y,
                                 uint8_t* mask) {
   for (int64_t e = 0; e < n; ++e) {
-    const uint32_t u = mix32(row_key + static_cast<uint32_t>(e) * 0x9E3779B9u) >> 8;
-    const uint32_t keep = u >= threshold;
+    const uint32_t keep = dropout_keep(row_key, e, threshold);
     mask[e] = static_cast<uint8_t>(keep);
     y[e] = x[e] * (static_cast<float>(keep) * scale);
   }
@@ -78,18 +75,18 @@ void add_inplace_cpu(int64_t n, const float* x, float* y) {
 
 void dropout_forward_cpu(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
                          uint8_t* mask) {
-  const float scale = 1.f / (1.f - p);
-  const auto threshold = static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 16777216.0));
+  const float scale = dropout_scale(p);
+  const uint32_t threshold = dropout_threshold(p);
   parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(row_len, 1)), [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r) {
-      const auto row_key = static_cast<uint32_t>(rng_u64(key, static_cast<uint64_t>(row0 + r)));
+      const uint32_t row_key = dropout_row_key(key, static_cast<uint64_t>(row0 + r));
       dropout_row(row_len, row_key, threshold, scale, x + r * row_len, y + r * row_len, mask + r * row_len);
     }
   });
 }
 
 void dropout_backward_cpu(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) {
-  const float scale = 1.f / (1.f - p);
+  const float scale = dropout_scale(p);
   parallel_for(n, kGrain, [&](int64_t b, int64_t e) { dropout_bwd(b, e, scale, mask, dy, dx); });
 }
 

@@ -1,0 +1,368 @@
+// Batch normalisation kernels on the GPU: per-channel reductions (two passes,
+// deterministic), the elementwise apply passes, and the per-channel statistics
+// and coefficient math of nn/batchnorm.cpp.
+#include "ops/batchnorm_cuda.h"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "cuda/check.h"
+
+namespace lockstep {
+// From core/error.h, which .cu files cannot include (nvcc rejects fmt's
+// compile-time format strings).
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+}  // namespace lockstep
+
+#define LS_BN_REQUIRE(cond, msg)                                               \
+  do {                                                                         \
+    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, std::string(msg)); \
+  } while (0)
+
+namespace lockstep::ops {
+namespace {
+
+constexpr int kThreads = 256;  // every block; a power of two (the reduction tree)
+constexpr int kUnroll = 4;     // values in flight per thread in the reductions
+constexpr int64_t kMaxBlocks = 4096;
+
+int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+
+void check_shape(const BatchNormShape& s, const char* op) {
+  LS_BN_REQUIRE(s.n >= 0 && s.c > 0 && s.hw >= 0, std::string(op) + " (cuda): invalid shape");
+  LS_BN_REQUIRE(s.c <= INT_MAX, std::string(op) + " (cuda): too many channels");
+}
+
+// ---- reductions ----
+// Grid [C, splits]: block (c, s) sums channel c's values j in
+// [M * s / splits, M * (s + 1) / splits) (j = n * HW + p runs over the N planes
+// of the channel) in double and writes one partial per output; a second kernel
+// adds each channel's partials in slice order. `splits` depends only on C and M.
+int64_t reduce_splits(int64_t channels, int64_t m) {
+  const int64_t by_work = std::max<int64_t>(1, m / (int64_t{kThreads} * kUnroll * 4));  // >= 4 sweeps per block
+  const int64_t by_grid = std::max<int64_t>(1, 2048 / channels);                         // ~2048 blocks in all
+  return std::min<int64_t>({by_work, by_grid, 65535});
+}
+
+// The ops: called with the element's offset in the NCHW array and its channel.
+struct SumOp {
+  static constexpr int kOut = 1;
+  const float* x;
+  __device__ void operator()(int64_t off, int64_t, double* acc) const { acc[0] += x[off]; }
+};
+
+struct CenteredSumsqOp {
+  static constexpr int kOut = 1;
+  const float* x;
+  const float* mean;
+  __device__ void operator()(int64_t off, int64_t c, double* acc) const {
+    const float d = x[off] - mean[c];  // fp32 deviation as on the CPU; its square exact in double
+    acc[0] += static_cast<double>(d) * static_cast<double>(d);
+  }
+};
+
+struct BackwardReduceOp {
+  static constexpr int kOut = 2;
+  const float* x;
+  const float* y;
+  float* dy;
+  const float* mean;
+  bool relu;
+  __device__ void operator()(int64_t off, int64_t c, double* acc) const {
+    float g = dy[off];
+    if (relu && !(y[off] > 0.f)) {  // the fused ReLU's mask, written back (dy is then the pre-ReLU gradient)
+      g = 0.f;
+      dy[off] = 0.f;
+    }
+    acc[0] += g;
+    acc[1] += static_cast<double>(g) * static_cast<double>(x[off] - mean[c]);
+  }
+};
+
+// partial [kOut][C][splits]
+template <typename Op>
+__global__ void channel_partials_kernel(int64_t channels, int64_t hw, int64_t m, int64_t splits, Op op,
+                                        double* partial) {
+  constexpr int K = Op::kOut;
+  __shared__ double sh[K][kThreads];
+  const int64_t c = blockIdx.x, s = blockIdx.y;
+  const int64_t end = m * (s + 1) / splits;
+  const int64_t step = blockDim.x;
+  int64_t j = m * s / splits + threadIdx.x;
+  // (n, p) of j, advanced by `step` without divisions.
+  int64_t n = j / hw, p = j - n * hw;
+  const int64_t dn = step / hw, dp = step - dn * hw;
+  const int64_t plane_stride = channels * hw, base = c * hw;
+  double acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = 0;
+  while (j < end) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (j < end) op(n * plane_stride + base + p, c, acc);
+      j += step;
+      n += dn;
+      p += dp;
+      if (p >= hw) {
+        p -= hw;
+        ++n;
+      }
+    }
+  }
+  for (int k = 0; k < K; ++k) sh[k][threadIdx.x] = acc[k];
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width >>= 1) {
+    if (static_cast<int>(threadIdx.x) < width)
+      for (int k = 0; k < K; ++k) sh[k][threadIdx.x] += sh[k][threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int k = 0; k < K; ++k) partial[(k * channels + c) * splits + s] = sh[k][0];
+}
+
+// out_k[c] = sum over s (in order) of partial[k][c][s].
+__global__ void channel_finish_kernel(int64_t channels, int64_t splits, int outputs, const double* partial,
+                                      double* out0, double* out1) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < channels * outputs; i += stride) {
+    const int64_t k = i / channels, c = i - k * channels;
+    const double* pp = partial + (k * channels + c) * splits;
+    double acc = 0;
+    for (int64_t s = 0; s < splits; ++s) acc += pp[s];
+    (k == 0 ? out0 : out1)[c] = acc;
+  }
+}
+
+template <typename Op>
+void channel_reduce(cuda::Context& ctx, const BatchNormShape& s, const Op& op, double* out0, double* out1) {
+  constexpr int K = Op::kOut;
+  const cudaStream_t stream = ctx.raw_stream();
+  const int64_t m = s.n * s.hw;
+  if (m == 0) {  // no values: the sums are zero
+    LS_CUDA_CHECK(cudaMemsetAsync(out0, 0, static_cast<size_t>(s.c) * sizeof(double), stream));
+    if (K > 1) LS_CUDA_CHECK(cudaMemsetAsync(out1, 0, static_cast<size_t>(s.c) * sizeof(double), stream));
+    return;
+  }
+  const int64_t splits = reduce_splits(s.c, m);
+  auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(K * s.c * splits) * sizeof(double)));
+  const dim3 grid(static_cast<unsigned>(s.c), static_cast<unsigned>(splits));
+  channel_partials_kernel<Op><<<grid, kThreads, 0, stream>>>(s.c, s.hw, m, splits, op, partial);
+  LS_CUDA_CHECK_LAUNCH();
+  channel_finish_kernel<<<blocks_for(s.c * K), kThreads, 0, stream>>>(s.c, splits, K, partial, out0, out1);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+// ---- elementwise passes: grid [N * C planes, chunks of HW] ----
+struct PlaneGrid {
+  dim3 grid, block;
+};
+PlaneGrid plane_grid(int64_t planes, int64_t len) {
+  const int threads = static_cast<int>(std::clamp<int64_t>((len + 31) / 32 * 32, 32, kThreads));
+  const int64_t chunks = (len + threads - 1) / threads;
+  LS_BN_REQUIRE(planes <= INT_MAX && chunks <= 65535, "batchnorm (cuda): " + std::to_string(planes) +
+                                                          " planes of " + std::to_string(len) + " is too large");
+  return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
+}
+
+__global__ void apply_kernel(int64_t channels, int64_t hw, const float* x, const float* scale, const float* shift,
+                             float* y, bool relu) {
+  const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (p >= hw) return;
+  const int64_t plane = blockIdx.x, c = plane % channels, i = plane * hw + p;
+  const float v = x[i] * scale[c] + shift[c];
+  y[i] = relu ? (v > 0.f ? v : 0.f) : v;
+}
+
+__global__ void backward_apply_kernel(int64_t channels, int64_t hw, const float* x, const float* dy, const float* a,
+                                      const float* b, const float* d, float* dx) {
+  const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (p >= hw) return;
+  const int64_t plane = blockIdx.x, c = plane % channels, i = plane * hw + p;
+  dx[i] = a[c] * dy[i] + b[c] * x[i] + d[c];
+}
+
+// ---- per-channel math (one thread per channel) ----
+// Each line mirrors nn/batchnorm.cpp: a double where the CPU expression is in
+// double (float operands promoted), a float where it is in float, every
+// operation explicitly rounded (no contraction into fused multiply-adds).
+
+__global__ void fill_count_kernel(double* count, double value) { *count = value; }
+
+__global__ void mean_kernel(int64_t channels, const double* sum, const double* count, float* mean) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels; c += stride)
+    mean[c] = static_cast<float>(__ddiv_rn(sum[c], *count));  // mean_[c] = float(sums_[c] / count_)
+}
+
+__global__ void finalize_stats_kernel(int64_t channels, const double* m2, const double* count_p, const float* mean,
+                                      const float* gamma, const float* beta, float eps, float momentum, float* invstd,
+                                      float* scale, float* shift, float* running_mean, float* running_var) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels; c += stride) {
+    const double count = *count_p;
+    // var = sums_[c] / count_
+    const double var = __ddiv_rn(m2[c], count);
+    // invstd_[c] = float(1.0 / std::sqrt(var + eps_))
+    const float istd = static_cast<float>(__ddiv_rn(1.0, __dsqrt_rn(__dadd_rn(var, static_cast<double>(eps)))));
+    // rm = float((1.0 - momentum_) * rm + momentum_ * mean_[c]); the last product is float * float.
+    const double keep = __dsub_rn(1.0, static_cast<double>(momentum));
+    running_mean[c] = static_cast<float>(__dadd_rn(__dmul_rn(keep, static_cast<double>(running_mean[c])),
+                                                   static_cast<double>(__fmul_rn(momentum, mean[c]))));
+    // rv = float((1.0 - momentum_) * rv + momentum_ * var * count_ / (count_ - 1)), left to right.
+    const double unbiased = __ddiv_rn(__dmul_rn(__dmul_rn(static_cast<double>(momentum), var), count),
+                                      __dsub_rn(count, 1.0));
+    running_var[c] =
+        static_cast<float>(__dadd_rn(__dmul_rn(keep, static_cast<double>(running_var[c])), unbiased));
+    invstd[c] = istd;
+    // scale_ = gamma * invstd_, shift_ = beta - mean_ * scale_ (float)
+    const float sc = __fmul_rn(gamma[c], istd);
+    scale[c] = sc;
+    shift[c] = __fsub_rn(beta[c], __fmul_rn(mean[c], sc));
+  }
+}
+
+__global__ void eval_stats_kernel(int64_t channels, const float* running_mean, const float* running_var,
+                                  const float* gamma, const float* beta, float eps, float* mean, float* invstd,
+                                  float* scale, float* shift) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels; c += stride) {
+    const float m = running_mean[c];
+    // invstd_[c] = 1.f / std::sqrt(rv[c] + eps_) (float)
+    const float istd = __fdiv_rn(1.f, __fsqrt_rn(__fadd_rn(running_var[c], eps)));
+    mean[c] = m;
+    invstd[c] = istd;
+    const float sc = __fmul_rn(gamma[c], istd);
+    scale[c] = sc;
+    shift[c] = __fsub_rn(beta[c], __fmul_rn(m, sc));
+  }
+}
+
+__global__ void param_grads_kernel(int64_t channels, const double* sum_dy, const double* sum_dy_xmu,
+                                   const float* invstd, float* dgamma, float* dbeta, bool accumulate) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels; c += stride) {
+    // g = float(sums_[C + c] * invstd_[c]), bsum = float(sums_[c])
+    const float g = static_cast<float>(__dmul_rn(sum_dy_xmu[c], static_cast<double>(invstd[c])));
+    const float bsum = static_cast<float>(sum_dy[c]);
+    dgamma[c] = accumulate ? __fadd_rn(dgamma[c], g) : g;
+    dbeta[c] = accumulate ? __fadd_rn(dbeta[c], bsum) : bsum;
+  }
+}
+
+__global__ void backward_coeffs_kernel(int64_t channels, bool training, const double* sum_dy,
+                                       const double* sum_dy_xmu, const double* count_p, const float* mean,
+                                       const float* invstd, const float* gamma, float* a_out, float* b_out,
+                                       float* d_out) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels; c += stride) {
+    const double inv = static_cast<double>(invstd[c]);
+    // a = double(gamma[c]) * invstd_[c]
+    const double a = __dmul_rn(static_cast<double>(gamma[c]), inv);
+    a_out[c] = static_cast<float>(a);
+    if (!training) {  // the statistics were constants
+      b_out[c] = 0.f;
+      d_out[c] = 0.f;
+      continue;
+    }
+    const double count = *count_p;
+    const double mean_dy = __ddiv_rn(sum_dy[c], count), mean_dy_xmu = __ddiv_rn(sum_dy_xmu[c], count);
+    // b = -a * double(invstd_[c]) * invstd_[c] * mean_dy_xmu, left to right
+    const double b = __dmul_rn(__dmul_rn(__dmul_rn(-a, inv), inv), mean_dy_xmu);
+    b_out[c] = static_cast<float>(b);
+    // d = float(-a * mean_dy - b * mean_[c])
+    d_out[c] = static_cast<float>(__dsub_rn(__dmul_rn(-a, mean_dy), __dmul_rn(b, static_cast<double>(mean[c]))));
+  }
+}
+
+void check_channels(int64_t channels, const char* op) {
+  LS_BN_REQUIRE(channels > 0, std::string(op) + " (cuda): no channels");
+}
+
+}  // namespace
+
+void batchnorm_sum_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, double* sum) {
+  check_shape(s, "batchnorm_sum");
+  channel_reduce(ctx, s, SumOp{x}, sum, nullptr);
+}
+
+void batchnorm_centered_sumsq_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* mean,
+                                   double* m2) {
+  check_shape(s, "batchnorm_centered_sumsq");
+  channel_reduce(ctx, s, CenteredSumsqOp{x, mean}, m2, nullptr);
+}
+
+void batchnorm_backward_reduce_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* y,
+                                    float* dy, bool relu, const float* mean, double* sum_dy, double* sum_dy_xmu) {
+  check_shape(s, "batchnorm_backward_reduce");
+  channel_reduce(ctx, s, BackwardReduceOp{x, y, dy, mean, relu}, sum_dy, sum_dy_xmu);
+}
+
+void batchnorm_apply_cuda(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
+                          bool relu, cudaStream_t stream) {
+  check_shape(s, "batchnorm_apply");
+  if (s.n == 0 || s.hw == 0) return;
+  const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
+  apply_kernel<<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, scale, shift, y, relu);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_backward_apply_cuda(const BatchNormShape& s, const float* x, const float* dy, const float* a,
+                                   const float* b, const float* d, float* dx, cudaStream_t stream) {
+  check_shape(s, "batchnorm_backward_apply");
+  if (s.n == 0 || s.hw == 0) return;
+  const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
+  backward_apply_kernel<<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, dy, a, b, d, dx);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_count_cuda(const BatchNormShape& s, double* count, cudaStream_t stream) {
+  check_shape(s, "batchnorm_count");
+  fill_count_kernel<<<1, 1, 0, stream>>>(count, static_cast<double>(s.n * s.hw));
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_mean_cuda(int64_t channels, const double* sum, const double* count, float* mean, cudaStream_t stream) {
+  check_channels(channels, "batchnorm_mean");
+  mean_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(channels, sum, count, mean);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_finalize_stats_cuda(int64_t channels, const double* m2, const double* count, const float* mean,
+                                   const float* gamma, const float* beta, float eps, float momentum, float* invstd,
+                                   float* scale, float* shift, float* running_mean, float* running_var,
+                                   cudaStream_t stream) {
+  check_channels(channels, "batchnorm_finalize_stats");
+  finalize_stats_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(
+      channels, m2, count, mean, gamma, beta, eps, momentum, invstd, scale, shift, running_mean, running_var);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_eval_stats_cuda(int64_t channels, const float* running_mean, const float* running_var,
+                               const float* gamma, const float* beta, float eps, float* mean, float* invstd,
+                               float* scale, float* shift, cudaStream_t stream) {
+  check_channels(channels, "batchnorm_eval_stats");
+  eval_stats_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(channels, running_mean, running_var, gamma, beta,
+                                                                    eps, mean, invstd, scale, shift);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_param_grads_cuda(int64_t channels, const double* sum_dy, const double* sum_dy_xmu,
+                                const float* invstd, float* dgamma, float* dbeta, bool accumulate,
+                                cudaStream_t stream) {
+  check_channels(channels, "batchnorm_param_grads");
+  param_grads_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(channels, sum_dy, sum_dy_xmu, invstd, dgamma,
+                                                                     dbeta, accumulate);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_backward_coeffs_cuda(int64_t channels, bool training, const double* sum_dy, const double* sum_dy_xmu,
+                                    const double* count, const float* mean, const float* invstd, const float* gamma,
+                                    float* a, float* b, float* d, cudaStream_t stream) {
+  check_channels(channels, "batchnorm_backward_coeffs");
+  LS_BN_REQUIRE(!training || count != nullptr, "batchnorm_backward_coeffs (cuda): training needs the count");
+  backward_coeffs_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(channels, training, sum_dy, sum_dy_xmu, count,
+                                                                         mean, invstd, gamma, a, b, d);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lockstep::ops

@@ -1,0 +1,95 @@
+// Batch normalisation on the GPU: the twins of the CPU kernels in
+// ops/batchnorm.h, plus device versions of the per-channel host math that
+// nn/batchnorm.cpp does between them (statistics, running averages, parameter
+// gradients, backward coefficients), so a GPU layer keeps every statistic in
+// device memory and never copies to the host during a step.
+//   x, y, dy, dx [N, C, H, W]; per-channel arrays [C]; M = N * H * W.
+//
+// A training step, as nn/batchnorm.cpp does it (device arrays; `count` is one
+// double in device memory, so that with --sync-batchnorm it can be summed over
+// the ranks together with the sums):
+//   forward:  batchnorm_sum_cuda -> sum; batchnorm_count_cuda -> count
+//             [sync: all-reduce sum and count]
+//             batchnorm_mean_cuda -> mean
+//             batchnorm_centered_sumsq_cuda -> m2        [sync: all-reduce m2]
+//             batchnorm_finalize_stats_cuda -> invstd, scale, shift, running stats updated
+//             batchnorm_apply_cuda -> y
+//   eval:     batchnorm_eval_stats_cuda -> mean, invstd, scale, shift; batchnorm_apply_cuda
+//   backward: batchnorm_backward_reduce_cuda -> sum_dy, sum_dy_xmu (dy masked in place with relu)
+//             batchnorm_param_grads_cuda -> dgamma, dbeta (this rank's sums, as on the CPU)
+//             [sync: all-reduce sum_dy, sum_dy_xmu]
+//             batchnorm_backward_coeffs_cuda -> a, b, d;  batchnorm_backward_apply_cuda -> dx
+// The caller checks count > 1 on the host before the step (N * H * W > 1 on
+// this rank suffices: summing over ranks only adds to it); the device kernels
+// cannot throw.
+//
+// Every function queues its work on the given stream (ctx's stream for the
+// reductions) and returns: asynchronous. All pointers are device memory.
+// Reductions: per channel, fixed slices of the M values are summed by separate
+// blocks in double (each value or product converted exactly), the block
+// partials (in ctx.workspace()) then added in slice order: the order depends
+// only on the shape, so results are the same on every run and every rank. The
+// CPU sums in fp32 within a plane, so the two agree to fp32 rounding of plane
+// sums, not bitwise. The per-channel math kernels evaluate the CPU layer's
+// expressions operation by operation in the same precisions (explicitly
+// rounded intrinsics: no fused multiply-adds), so from equal inputs they give
+// the CPU's values.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/context.h"
+#include "ops/batchnorm.h"
+
+namespace lockstep::ops {
+
+// ---- the CPU ops' twins ----
+// sum[c] = sum of x over n and hw.                                  x [N, C, HW] -> sum [C] (double)
+void batchnorm_sum_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, double* sum);
+// m2[c] = sum of (x - mean[c])^2 over n and hw.                      mean [C] -> m2 [C] (double)
+void batchnorm_centered_sumsq_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* mean,
+                                   double* m2);
+// With relu, first zeroes dy where y <= 0 (in place). sum_dy[c] = sum of dy,
+// sum_dy_xmu[c] = sum of dy * (x - mean[c]).                         -> sum_dy, sum_dy_xmu [C] (double)
+void batchnorm_backward_reduce_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* y,
+                                    float* dy, bool relu, const float* mean, double* sum_dy, double* sum_dy_xmu);
+// y = x * scale[c] + shift[c], then max(0, .) when relu. y may equal x.
+void batchnorm_apply_cuda(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
+                          bool relu, cudaStream_t stream);
+// dx = a[c] * dy + b[c] * x + d[c]. dx may equal dy.
+void batchnorm_backward_apply_cuda(const BatchNormShape& s, const float* x, const float* dy, const float* a,
+                                   const float* b, const float* d, float* dx, cudaStream_t stream);
+
+// ---- nn/batchnorm.cpp's host math, per channel on the device ----
+// *count = N * H * W (the values each channel's statistics cover on this rank).
+void batchnorm_count_cuda(const BatchNormShape& s, double* count, cudaStream_t stream);
+// mean[c] = (float)(sum[c] / *count).
+void batchnorm_mean_cuda(int64_t channels, const double* sum, const double* count, float* mean, cudaStream_t stream);
+// Training statistics from m2 (the centred sum of squares) and the mean:
+//   var = m2 / count (biased), invstd = (float)(1 / sqrt(var + eps)),
+//   running_mean = (1 - momentum) * running_mean + momentum * mean,
+//   running_var = (1 - momentum) * running_var + momentum * var * count / (count - 1)  (unbiased),
+//   scale = gamma * invstd, shift = beta - mean * scale.
+void batchnorm_finalize_stats_cuda(int64_t channels, const double* m2, const double* count, const float* mean,
+                                   const float* gamma, const float* beta, float eps, float momentum, float* invstd,
+                                   float* scale, float* shift, float* running_mean, float* running_var,
+                                   cudaStream_t stream);
+// Evaluation statistics: mean = running_mean, invstd = 1 / sqrt(running_var + eps)
+// (fp32), scale and shift as above.
+void batchnorm_eval_stats_cuda(int64_t channels, const float* running_mean, const float* running_var,
+                               const float* gamma, const float* beta, float eps, float* mean, float* invstd,
+                               float* scale, float* shift, cudaStream_t stream);
+// dgamma (+)= (float)(sum_dy_xmu * invstd), dbeta (+)= (float)sum_dy.
+void batchnorm_param_grads_cuda(int64_t channels, const double* sum_dy, const double* sum_dy_xmu,
+                                const float* invstd, float* dgamma, float* dbeta, bool accumulate,
+                                cudaStream_t stream);
+// dx = a * dy + b * x + d with, in double, a = gamma * invstd and
+//   training:   b = -a * invstd^2 * sum_dy_xmu / count,  d = -a * sum_dy / count - b * mean
+//   evaluation: b = d = 0 (the statistics were constants; count is not read and may be null).
+void batchnorm_backward_coeffs_cuda(int64_t channels, bool training, const double* sum_dy, const double* sum_dy_xmu,
+                                    const double* count, const float* mean, const float* invstd, const float* gamma,
+                                    float* a, float* b, float* d, cudaStream_t stream);
+
+}  // namespace lockstep::ops

@@ -1,0 +1,357 @@
+// Conv2d through cuDNN's convolution API: descriptors per layer shape and batch
+// size, heuristic algorithm choice (deterministic, fp32 FMA math), and own
+// kernels for the bias + ReLU epilogue, the ReLU mask and the bias gradient.
+#include "ops/conv2d_cuda.h"
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "cuda/check.h"
+
+namespace lockstep {
+// From core/error.h, which .cu files cannot include (nvcc rejects fmt's
+// compile-time format strings).
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+}  // namespace lockstep
+
+#define LS_CONV_REQUIRE(cond, msg)                                             \
+  do {                                                                         \
+    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, std::string(msg)); \
+  } while (0)
+
+namespace lockstep::ops {
+namespace {
+
+constexpr int kThreads = 256;  // a power of two (the reduction tree)
+constexpr int kUnroll = 4;
+constexpr int64_t kMaxBlocks = 4096;
+
+int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+
+std::string describe(int64_t n, int64_t oc, const ConvGeometry& g) {
+  return "conv2d (cuda) [" + std::to_string(n) + ", " + std::to_string(g.c) + ", " + std::to_string(g.h) + ", " +
+         std::to_string(g.w) + "] -> [" + std::to_string(oc) + ", " + std::to_string(g.oh) + ", " +
+         std::to_string(g.ow) + "], kernel " + std::to_string(g.kh) + "x" + std::to_string(g.kw) + " stride " +
+         std::to_string(g.stride) + " pad " + std::to_string(g.pad);
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+// ---- kernels ----
+
+// y[n, c, p] = relu?(y + b[c]) (b nullable). Grid [N * OC planes, chunks of P].
+__global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool relu, float* y) {
+  const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (p >= P) return;
+  const int64_t plane = blockIdx.x, i = plane * P + p;
+  float v = y[i];
+  if (b) v += b[plane % oc];
+  y[i] = relu ? (v > 0.f ? v : 0.f) : v;
+}
+
+// dy = y > 0 ? dy : 0, in place.
+__global__ void relu_mask_kernel(int64_t n, const float* y, float* dy) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    if (!(y[i] > 0.f)) dy[i] = 0.f;
+}
+
+// Bias gradient, two passes as in batchnorm_cuda.cu: block (c, s) sums slice s
+// of channel c's N*P values of dy in double (applying the ReLU mask in place
+// first when `relu`); then each channel's partials are added in slice order.
+// partial [OC][splits]
+__global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int64_t splits, const float* y,
+                                          float* dy, bool relu, double* partial) {
+  __shared__ double sh[kThreads];
+  const int64_t c = blockIdx.x, s = blockIdx.y;
+  const int64_t end = m * (s + 1) / splits;
+  const int64_t step = blockDim.x;
+  int64_t j = m * s / splits + threadIdx.x;
+  int64_t n = j / P, p = j - n * P;
+  const int64_t dn = step / P, dp = step - dn * P;
+  const int64_t plane_stride = oc * P, base = c * P;
+  double acc = 0;
+  while (j < end) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (j < end) {
+        const int64_t off = n * plane_stride + base + p;
+        float g = dy[off];
+        if (relu && !(y[off] > 0.f)) {
+          g = 0.f;
+          dy[off] = 0.f;
+        }
+        acc += g;
+      }
+      j += step;
+      n += dn;
+      p += dp;
+      if (p >= P) {
+        p -= P;
+        ++n;
+      }
+    }
+  }
+  sh[threadIdx.x] = acc;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width >>= 1) {
+    if (static_cast<int>(threadIdx.x) < width) sh[threadIdx.x] += sh[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[c * splits + s] = sh[0];
+}
+
+// db[c] = (accumulate ? db[c] : 0) + (float)(sum of the partials in order)
+__global__ void bias_grad_finish_kernel(int64_t oc, int64_t splits, const double* partial, float* db,
+                                        bool accumulate) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < oc; c += stride) {
+    double acc = 0;
+    for (int64_t s = 0; s < splits; ++s) acc += partial[c * splits + s];
+    const auto sum = static_cast<float>(acc);
+    db[c] = accumulate ? db[c] + sum : sum;
+  }
+}
+
+// ---- algorithm choice ----
+
+bool tensor_op_math(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The first usable entry of a heuristic's list (see the header): first pass
+// deterministic only, second pass any. `workspace_size(algo, &bytes)` is the
+// matching cudnnGet*WorkspaceSize call; its success also confirms that the
+// algorithm supports this configuration.
+template <typename Perf, typename WorkspaceSize>
+bool pick(const std::vector<Perf>& perf, int returned, size_t limit, WorkspaceSize workspace_size, Perf& chosen,
+          size_t& bytes) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < returned; ++i) {
+      const Perf& p = perf[static_cast<size_t>(i)];
+      if (p.status != CUDNN_STATUS_SUCCESS || tensor_op_math(p.mathType)) continue;
+      if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
+      size_t need = 0;
+      if (workspace_size(p.algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
+      chosen = p;
+      bytes = need;
+      return true;
+    }
+  return false;
+}
+
+struct ReducePlan {
+  int64_t m, splits;
+};
+ReducePlan bias_grad_plan(int64_t oc, int64_t m) {
+  const int64_t by_work = std::max<int64_t>(1, m / (int64_t{kThreads} * kUnroll * 4));
+  const int64_t by_grid = std::max<int64_t>(1, 2048 / oc);
+  return {m, std::min<int64_t>({by_work, by_grid, 65535})};
+}
+
+}  // namespace
+
+struct Conv2dCuda::Impl {
+  int64_t oc = 0;
+  ConvGeometry g{};
+  size_t limit = 0;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  int64_t n = -1;  // the batch size the tensor descriptors and algorithms are for (-1: none yet)
+  cudnnConvolutionFwdAlgo_t fwd_algo{};
+  cudnnConvolutionBwdDataAlgo_t data_algo{};
+  cudnnConvolutionBwdFilterAlgo_t filter_algo{};
+  Algorithms algos;
+
+  ~Impl() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+
+  std::string describe(int64_t batch) const { return ::lockstep::ops::describe(batch, oc, g); }
+
+  // Descriptors and algorithms for batch size `batch` > 0.
+  void prepare(cudnnHandle_t handle, int64_t batch) {
+    LS_CONV_REQUIRE(batch > 0, describe(batch) + ": batch size must be positive");
+    if (batch == n) return;
+    n = -1;  // until everything below has succeeded
+    LS_CONV_REQUIRE(fits_int(batch) && fits_int(batch * g.c * g.h * g.w) && fits_int(batch * oc * g.oh * g.ow),
+                    describe(batch) + ": tensors must hold fewer than 2^31 elements");
+    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(batch),
+                                              static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w)));
+    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(batch),
+                                              static_cast<int>(oc), static_cast<int>(g.oh), static_cast<int>(g.ow)));
+    int dn = 0, dc = 0, dh = 0, dw = 0;
+    LS_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &dn, &dc, &dh, &dw));
+    LS_CONV_REQUIRE(dn == batch && dc == oc && dh == g.oh && dw == g.ow,
+                    describe(batch) + ": cuDNN computes output [" + std::to_string(dn) + ", " + std::to_string(dc) +
+                        ", " + std::to_string(dh) + ", " + std::to_string(dw) + "]");
+
+    Algorithms chosen;
+    bool all_deterministic = true;
+    {
+      int max = 0, returned = 0;
+      LS_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
+      LS_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y, static_cast<int>(perf.size()),
+                                                            &returned, perf.data()));
+      cudnnConvolutionFwdAlgoPerf_t p{};
+      const bool ok = pick(
+          perf, returned, limit,
+          [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, bytes);
+          },
+          p, chosen.forward_bytes);
+      LS_CONV_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable forward algorithm");
+      fwd_algo = p.algo;
+      chosen.forward = static_cast<int>(p.algo);
+      all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
+    }
+    {
+      int max = 0, returned = 0;
+      LS_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
+      LS_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, conv, x, static_cast<int>(perf.size()),
+                                                                 &returned, perf.data()));
+      cudnnConvolutionBwdDataAlgoPerf_t p{};
+      const bool ok = pick(
+          perf, returned, limit,
+          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, a, bytes);
+          },
+          p, chosen.backward_data_bytes);
+      LS_CONV_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-data algorithm");
+      data_algo = p.algo;
+      chosen.backward_data = static_cast<int>(p.algo);
+      all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
+    }
+    {
+      int max = 0, returned = 0;
+      LS_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max));
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
+      LS_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          handle, x, y, conv, w, static_cast<int>(perf.size()), &returned, perf.data()));
+      cudnnConvolutionBwdFilterAlgoPerf_t p{};
+      const bool ok = pick(
+          perf, returned, limit,
+          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, a, bytes);
+          },
+          p, chosen.backward_filter_bytes);
+      LS_CONV_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-filter algorithm");
+      filter_algo = p.algo;
+      chosen.backward_filter = static_cast<int>(p.algo);
+      all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
+    }
+    chosen.deterministic = all_deterministic;
+    algos = chosen;
+    n = batch;
+  }
+};
+
+Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, size_t workspace_limit) : impl_(std::make_unique<Impl>()) {
+  const std::string what = describe(0, oc, g);
+  LS_CONV_REQUIRE(oc > 0 && g.c > 0 && g.h > 0 && g.w > 0 && g.kh > 0 && g.kw > 0 && g.stride > 0 && g.pad >= 0,
+                  what + ": invalid shape");
+  LS_CONV_REQUIRE(fits_int(oc) && fits_int(g.c) && fits_int(g.h) && fits_int(g.w) && fits_int(g.kh) && fits_int(g.kw) &&
+                      fits_int(g.stride) && fits_int(g.pad),
+                  what + ": dimensions must fit in int");
+  LS_CONV_REQUIRE(g.oh == (g.h + 2 * g.pad - g.kh) / g.stride + 1 && g.ow == (g.w + 2 * g.pad - g.kw) / g.stride + 1 &&
+                      g.oh > 0 && g.ow > 0,
+                  what + ": output size does not match the input, kernel, stride and padding");
+  Impl& m = *impl_;
+  m.oc = oc;
+  m.g = g;
+  m.limit = workspace_limit;
+  // impl_ is complete: if a call below throws, its destructor frees what was made.
+  LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.x));
+  LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.y));
+  LS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&m.w));
+  LS_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&m.conv));
+  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(m.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(oc),
+                                            static_cast<int>(g.c), static_cast<int>(g.kh), static_cast<int>(g.kw)));
+  LS_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(m.conv, static_cast<int>(g.pad), static_cast<int>(g.pad),
+                                                 static_cast<int>(g.stride), static_cast<int>(g.stride), 1, 1,
+                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  // FMA math: no TF32 (see the header).
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, CUDNN_FMA_MATH));
+}
+
+Conv2dCuda::~Conv2dCuda() = default;
+Conv2dCuda::Conv2dCuda(Conv2dCuda&&) noexcept = default;
+Conv2dCuda& Conv2dCuda::operator=(Conv2dCuda&&) noexcept = default;
+
+Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
+  impl_->prepare(ctx.cudnn(), n);
+  return impl_->algos;
+}
+
+void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* b, float* y,
+                         bool relu) {
+  Impl& m = *impl_;
+  LS_CONV_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
+  if (n == 0) return;
+  m.prepare(ctx.cudnn(), n);
+  const float one = 1.f, zero = 0.f;
+  void* ws = ctx.workspace(m.algos.forward_bytes);
+  LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, m.x, x, m.w, w, m.conv, m.fwd_algo, ws,
+                                         m.algos.forward_bytes, &zero, m.y, y));
+  if (b || relu) {
+    const int64_t P = m.g.oh * m.g.ow;
+    const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
+    const int64_t chunks = (P + threads - 1) / threads;
+    const int64_t planes = n * m.oc;
+    LS_CONV_REQUIRE(planes <= INT_MAX && chunks <= 65535, m.describe(n) + ": output too large for the bias kernel");
+    const dim3 grid(static_cast<unsigned>(planes), static_cast<unsigned>(chunks));
+    bias_relu_kernel<<<grid, threads, 0, ctx.raw_stream()>>>(m.oc, P, b, relu, y);
+    LS_CUDA_CHECK_LAUNCH();
+  }
+}
+
+void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy,
+                          float* dx, float* dw, float* db, bool accumulate, bool relu) {
+  Impl& m = *impl_;
+  LS_CONV_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
+  const cudaStream_t stream = ctx.raw_stream();
+  if (n == 0) {  // no samples: the parameter gradients are zero (or unchanged)
+    if (!accumulate) {
+      LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(m.oc * m.g.k()) * sizeof(float), stream));
+      if (db) LS_CUDA_CHECK(cudaMemsetAsync(db, 0, static_cast<size_t>(m.oc) * sizeof(float), stream));
+    }
+    return;
+  }
+  m.prepare(ctx.cudnn(), n);
+  const int64_t P = m.g.oh * m.g.ow, count = n * m.oc * P;
+  // The ReLU mask first (fused into the bias-gradient pass when there is one).
+  if (db) {
+    const ReducePlan plan = bias_grad_plan(m.oc, n * P);
+    // Partials live in the context workspace only until the finish kernel
+    // (stream order): the cuDNN calls below may reuse the same memory.
+    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(m.oc * plan.splits) * sizeof(double)));
+    const dim3 grid(static_cast<unsigned>(m.oc), static_cast<unsigned>(plan.splits));
+    bias_grad_partials_kernel<<<grid, kThreads, 0, stream>>>(m.oc, P, plan.m, plan.splits, y, dy, relu, partial);
+    LS_CUDA_CHECK_LAUNCH();
+    bias_grad_finish_kernel<<<blocks_for(m.oc), kThreads, 0, stream>>>(m.oc, plan.splits, partial, db, accumulate);
+    LS_CUDA_CHECK_LAUNCH();
+  } else if (relu) {
+    relu_mask_kernel<<<blocks_for(count), kThreads, 0, stream>>>(count, y, dy);
+    LS_CUDA_CHECK_LAUNCH();
+  }
+  const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
+  void* ws = ctx.workspace(bytes);
+  const float one = 1.f, zero = 0.f;
+  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
+                                                accumulate ? &one : &zero, m.w, dw));
+  if (dx)
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
+                                                &zero, m.x, dx));
+}
+
+}  // namespace lockstep::ops

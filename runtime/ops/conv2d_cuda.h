@@ -1,0 +1,79 @@
+// Conv2d on the GPU through cuDNN (fp32): the twin of the CPU im2col/Winograd
+// path in ops/conv2d.h, with the same semantics:
+//   x  [N, C, H, W]      w  [OC, C, KH, KW]      b  [OC] (nullable)
+//   y  [N, OC, OH, OW]   OH = (H + 2*pad - KH) / stride + 1   (cross-correlation, zero padding)
+// forward: y = conv(x, w) + b, then ReLU when `relu` (fused).
+// backward: with `relu`, dy is first masked by y > 0 (in place);
+//   dw (+)= dL/dw, db (+)= per-channel sums of dy (db nullable), dx = dL/dx (dx nullable).
+// `accumulate`: dw and db are added to instead of overwritten; dx is always overwritten.
+//
+// Conv2dCuda owns the cuDNN descriptors of one layer shape (tensor, filter and
+// convolution descriptors, destroyed with the object) and the algorithms
+// chosen for them. Everything but the batch size is fixed at construction;
+// descriptors and algorithms are rebuilt when the batch size changes (a short
+// last batch). With a Conv2dShape s (ops/conv2d.h): Conv2dCuda conv(s.oc, s.g);
+// conv.forward(ctx, s.n, ...). (The interface takes ConvGeometry rather than
+// Conv2dShape because ops/conv2d.h pulls in fmt, which nvcc cannot compile.)
+//
+// Precision and determinism: the convolution runs in fp32 with
+// CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH would let cuDNN use TF32 tensor cores on
+// Ampere and Hopper, which rounds inputs to 10 mantissa bits): parity with the
+// CPU path. Algorithms come from cuDNN's heuristics
+// (cudnnGet*Algorithm_v7, no benchmarking), so every rank with the same GPU
+// and library picks the same ones; the first in the heuristic's order that
+// reports success, is deterministic (CUDNN_DETERMINISTIC: for backward this
+// rules out the atomics-based algorithms), uses no tensor-op math, and whose
+// workspace fits the limit. Only when no deterministic algorithm fits is a
+// non-deterministic one taken (algorithms().deterministic says so). The bias,
+// ReLU, ReLU mask and bias gradient are own kernels (the bias gradient sums in
+// double in a fixed order: the same bits on every run).
+//
+// Calls are asynchronous on ctx's stream (its cuDNN handle is bound to it);
+// scratch comes from ctx.workspace(). All pointers are device memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "cuda/context.h"
+#include "ops/im2col.h"
+
+namespace lockstep::ops {
+
+class Conv2dCuda {
+ public:
+  static constexpr size_t kDefaultWorkspaceLimit = size_t{512} << 20;  // per cuDNN call
+
+  // One layer shape: `oc` output channels and geometry `g` (a Conv2dShape's .oc
+  // and .g); the batch size is given per call (a Conv2dShape's .n), and the
+  // descriptors for a batch size are made on first use.
+  Conv2dCuda(int64_t oc, const ConvGeometry& g, size_t workspace_limit = kDefaultWorkspaceLimit);
+  ~Conv2dCuda();
+  Conv2dCuda(Conv2dCuda&&) noexcept;
+  Conv2dCuda& operator=(Conv2dCuda&&) noexcept;
+  Conv2dCuda(const Conv2dCuda&) = delete;
+  Conv2dCuda& operator=(const Conv2dCuda&) = delete;
+
+  // x [n, C, H, W], w [OC, C, KH, KW], b [OC] (nullable) -> y [n, OC, OH, OW]
+  void forward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* b, float* y, bool relu);
+  // y: the forward output (read only with `relu`); dy [n, OC, OH, OW] (masked in
+  // place with `relu`); dx [n, C, H, W] (nullable); dw [OC, C, KH, KW]; db [OC] (nullable).
+  void backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy, float* dx,
+                float* dw, float* db, bool accumulate, bool relu);
+
+  // The algorithms chosen for batch size n > 0 (chosen now if they were not
+  // yet), as cudnnConvolution*Algo_t values, with their workspace sizes.
+  struct Algorithms {
+    int forward = -1, backward_data = -1, backward_filter = -1;
+    size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+    bool deterministic = true;  // all three are CUDNN_DETERMINISTIC
+  };
+  Algorithms algorithms(cuda::Context& ctx, int64_t n);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockstep::ops

@@ -1,0 +1,35 @@
+// Elementwise kernels on flat fp32 device arrays (GPU): ReLU, residual
+// additions, scaling and dropout; the GPU twins of ops/elementwise.h.
+// Every function queues its work on `stream` and returns (asynchronous); all
+// pointers are device memory; n (or rows * row_len) may be 0. In place is
+// allowed wherever the CPU op allows it (out may equal in). Each output element
+// is one IEEE operation on the same inputs as the CPU op, so results are
+// bitwise the CPU ones; dropout masks are bitwise the CPU masks (ops/dropout_hash.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace lockstep::ops {
+
+// y = max(0, x).                              x, y [n]
+void relu_forward_cuda(int64_t n, const float* x, float* y, cudaStream_t stream);
+// dx = dy where y > 0, else 0.                y, dy, dx [n]
+void relu_backward_cuda(int64_t n, const float* y, const float* dy, float* dx, cudaStream_t stream);
+// y = max(0, a + b) (a residual block's join). a, b, y [n]
+void add_relu_cuda(int64_t n, const float* a, const float* b, float* y, cudaStream_t stream);
+// y += x.                                     x, y [n]
+void add_inplace_cuda(int64_t n, const float* x, float* y, cudaStream_t stream);
+// x *= alpha.                                 x [n]
+void scale_cuda(int64_t n, float alpha, float* x, cudaStream_t stream);
+
+// Inverted dropout, the same masks as dropout_forward_cpu: row r is global
+// sample row0 + r, keep probability 1 - p, kept values scaled by 1 / (1 - p).
+//   x, y [rows, row_len] fp32; mask [rows, row_len] uint8 (1 = kept)
+void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
+                          uint8_t* mask, cudaStream_t stream);
+// dx = dy * mask / (1 - p).                   mask, dy, dx [n]
+void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream);
+
+}  // namespace lockstep::ops

@@ -1,0 +1,245 @@
+// Pooling kernels on the GPU. Grids are [planes, chunks of a plane]: block x is
+// the plane, so no thread divides by the plane size; within a plane indices
+// are ints (argmax is int32, so planes hold fewer than 2^31 elements).
+// Forward: one thread per output. Backward: one thread per input element,
+// gathering from the outputs whose window covers it, in ascending output
+// order: the CPU's scatter adds in exactly that order, so results are bitwise
+// the CPU's.
+#include "ops/pool2d_cuda.h"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "cuda/check.h"
+
+namespace lockstep {
+// From core/error.h, which .cu files cannot include (nvcc rejects fmt's
+// compile-time format strings).
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+}  // namespace lockstep
+
+#define LS_POOL_REQUIRE(cond, msg)                                             \
+  do {                                                                         \
+    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, std::string(msg)); \
+  } while (0)
+
+namespace lockstep::ops {
+namespace {
+
+constexpr int kThreads = 256;
+
+struct PlaneGrid {
+  dim3 grid, block;
+};
+// Block x: plane; block y: chunk of `len` elements within it.
+PlaneGrid plane_grid(int64_t planes, int64_t len) {
+  const int threads = static_cast<int>(std::clamp<int64_t>((len + 31) / 32 * 32, 32, kThreads));
+  const int64_t chunks = (len + threads - 1) / threads;
+  LS_POOL_REQUIRE(planes <= INT_MAX && chunks <= 65535,
+                  "pooling (cuda): " + std::to_string(planes) + " planes of " + std::to_string(len) + " is too large");
+  return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
+}
+
+// Plain ints for the kernels (all checked to fit).
+struct Geometry {
+  int h, w, k, stride, pad, oh, ow;
+};
+
+Geometry check_shape(const Pool2dShape& s, const char* op) {
+  const std::string name = std::string(op) + " (cuda): ";
+  LS_POOL_REQUIRE(s.planes >= 0 && s.h > 0 && s.w > 0 && s.k > 0 && s.stride > 0 && s.pad >= 0 && s.oh >= 0 &&
+                      s.ow >= 0,
+                  name + "invalid shape");
+  LS_POOL_REQUIRE(s.h * s.w <= INT_MAX && s.oh * s.ow <= INT_MAX && s.k <= INT_MAX && s.stride <= INT_MAX,
+                  name + "a plane must hold fewer than 2^31 elements");
+  // The output size the CPU layer computes (floor mode).
+  LS_POOL_REQUIRE(s.oh == (s.h + 2 * s.pad - s.k) / s.stride + 1 && s.ow == (s.w + 2 * s.pad - s.k) / s.stride + 1,
+                  name + "output size does not match the input, kernel, stride and padding");
+  return {static_cast<int>(s.h),   static_cast<int>(s.w),  static_cast<int>(s.k), static_cast<int>(s.stride),
+          static_cast<int>(s.pad), static_cast<int>(s.oh), static_cast<int>(s.ow)};
+}
+
+// Outputs o (along one axis) whose window [o*stride - pad, o*stride - pad + k)
+// covers input coordinate i: ceil((i + pad - k + 1) / stride) <= o <= (i + pad) / stride,
+// within [0, n). Returns [first, last] (empty when first > last).
+__device__ inline void covering(int i, int k, int stride, int pad, int n, int& first, int& last) {
+  const int lo = i + pad - k + 1;
+  first = lo <= 0 ? 0 : (lo + stride - 1) / stride;
+  last = min(n - 1, (i + pad) / stride);
+}
+
+// x [planes, h, w] -> y, argmax [planes, oh, ow]. The window clipped to the
+// input; the first maximum in row-major order wins (strict >), as on the CPU.
+__global__ void maxpool_forward_kernel(Geometry g, const float* x, float* y, int32_t* argmax) {
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= g.oh * g.ow) return;
+  const int64_t plane = blockIdx.x;
+  const float* xp = x + plane * g.h * g.w;
+  const int oy = j / g.ow, ox = j - oy * g.ow;
+  const int y0 = max(oy * g.stride - g.pad, 0), y1 = min(oy * g.stride - g.pad + g.k, g.h);
+  const int x0 = max(ox * g.stride - g.pad, 0), x1 = min(ox * g.stride - g.pad + g.k, g.w);
+  int bi = y0 * g.w + x0;
+  float best = xp[bi];
+  for (int iy = y0; iy < y1; ++iy)
+    for (int ix = x0; ix < x1; ++ix) {
+      const float v = xp[iy * g.w + ix];
+      if (v > best) {
+        best = v;
+        bi = iy * g.w + ix;
+      }
+    }
+  const int64_t o = plane * g.oh * g.ow + j;
+  y[o] = best;
+  argmax[o] = bi;
+}
+
+// dx[i] = sum of dy[o] over outputs o (ascending) with argmax[o] == i.
+__global__ void maxpool_backward_kernel(Geometry g, const float* dy, const int32_t* argmax, float* dx) {
+  const int i = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (i >= g.h * g.w) return;
+  const int64_t plane = blockIdx.x;
+  const float* dyp = dy + plane * g.oh * g.ow;
+  const int32_t* ap = argmax + plane * g.oh * g.ow;
+  const int iy = i / g.w, ix = i - iy * g.w;
+  int oy0, oy1, ox0, ox1;
+  covering(iy, g.k, g.stride, g.pad, g.oh, oy0, oy1);
+  covering(ix, g.k, g.stride, g.pad, g.ow, ox0, ox1);
+  float acc = 0.f;  // the CPU zero-fills dx, then adds
+  for (int oy = oy0; oy <= oy1; ++oy)
+    for (int ox = ox0; ox <= ox1; ++ox) {
+      const int o = oy * g.ow + ox;
+      if (ap[o] == i) acc += dyp[o];
+    }
+  dx[plane * g.h * g.w + i] = acc;
+}
+
+// Average over the k x k window (no padding); the 2x2 stride-2 case pairs its
+// additions as the CPU's fast path does.
+__global__ void avgpool_forward_kernel(Geometry g, float inv, const float* x, float* y) {
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= g.oh * g.ow) return;
+  const int64_t plane = blockIdx.x;
+  const float* xp = x + plane * g.h * g.w;
+  const int oy = j / g.ow, ox = j - oy * g.ow;
+  float v;
+  if (g.k == 2 && g.stride == 2) {
+    const float* r0 = xp + 2 * oy * g.w + 2 * ox;
+    const float* r1 = r0 + g.w;
+    v = 0.25f * ((r0[0] + r0[1]) + (r1[0] + r1[1]));
+  } else {
+    float acc = 0.f;
+    for (int ky = 0; ky < g.k; ++ky) {
+      const float* r = xp + (oy * g.stride + ky) * g.w + ox * g.stride;
+      for (int kx = 0; kx < g.k; ++kx) acc += r[kx];
+    }
+    v = acc * inv;
+  }
+  y[plane * g.oh * g.ow + j] = v;
+}
+
+// dx[i] = sum over covering outputs o (ascending) of dy[o] * inv, each product
+// rounded before the add (__fmul_rn: no fused multiply-add), as on the CPU.
+__global__ void avgpool_backward_kernel(Geometry g, float inv, const float* dy, float* dx) {
+  const int i = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (i >= g.h * g.w) return;
+  const int64_t plane = blockIdx.x;
+  const float* dyp = dy + plane * g.oh * g.ow;
+  const int iy = i / g.w, ix = i - iy * g.w;
+  float acc;
+  if (g.k == 2 && g.stride == 2) {  // the CPU's fast path assigns 0.25 * dy (or 0 past the last window)
+    const int oy = iy / 2, ox = ix / 2;
+    acc = oy < g.oh && ox < g.ow ? 0.25f * dyp[oy * g.ow + ox] : 0.f;
+  } else {
+    int oy0, oy1, ox0, ox1;
+    covering(iy, g.k, g.stride, 0, g.oh, oy0, oy1);
+    covering(ix, g.k, g.stride, 0, g.ow, ox0, ox1);
+    acc = 0.f;
+    for (int oy = oy0; oy <= oy1; ++oy)
+      for (int ox = ox0; ox <= ox1; ++ox) acc += __fmul_rn(dyp[oy * g.ow + ox], inv);
+  }
+  dx[plane * g.h * g.w + i] = acc;
+}
+
+// One warp per plane: lanes stride the plane in double, then a fixed shuffle
+// tree; y = (float)(sum * (1.0 / hw)) as on the CPU.
+constexpr int kWarpsPerBlock = kThreads / 32;
+__global__ void global_avgpool_forward_kernel(int64_t planes, int64_t hw, double inv, const float* x, float* y) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (p >= planes) return;  // whole warps leave together
+  const float* xp = x + p * hw;
+  double acc = 0;
+  for (int64_t i = lane; i < hw; i += 32) acc += xp[i];
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+  if (lane == 0) y[p] = static_cast<float>(acc * inv);
+}
+
+// dx [planes, hw] = dy[p] * inv
+__global__ void global_avgpool_backward_kernel(int64_t hw, float inv, const float* dy, float* dx) {
+  const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (i >= hw) return;
+  const int64_t p = blockIdx.x;
+  dx[p * hw + i] = dy[p] * inv;
+}
+
+}  // namespace
+
+void maxpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, int32_t* argmax, cudaStream_t stream) {
+  const Geometry g = check_shape(s, "maxpool2d_forward");
+  LS_POOL_REQUIRE(2 * s.pad <= s.k, "maxpool2d_forward (cuda): padding larger than half the kernel");
+  if (s.planes == 0 || s.oh * s.ow == 0) return;
+  const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
+  maxpool_forward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, x, y, argmax);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void maxpool2d_backward_cuda(const Pool2dShape& s, const float* dy, const int32_t* argmax, float* dx,
+                             cudaStream_t stream) {
+  const Geometry g = check_shape(s, "maxpool2d_backward");
+  if (s.planes == 0) return;
+  const PlaneGrid pg = plane_grid(s.planes, s.h * s.w);
+  maxpool_backward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, dy, argmax, dx);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void avgpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, cudaStream_t stream) {
+  const Geometry g = check_shape(s, "avgpool2d_forward");
+  LS_POOL_REQUIRE(s.pad == 0, "avgpool2d_forward (cuda): average pooling has no padding");
+  if (s.planes == 0 || s.oh * s.ow == 0) return;
+  const float inv = 1.f / static_cast<float>(s.k * s.k);
+  const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
+  avgpool_forward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, inv, x, y);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void avgpool2d_backward_cuda(const Pool2dShape& s, const float* dy, float* dx, cudaStream_t stream) {
+  const Geometry g = check_shape(s, "avgpool2d_backward");
+  LS_POOL_REQUIRE(s.pad == 0, "avgpool2d_backward (cuda): average pooling has no padding");
+  if (s.planes == 0) return;
+  const float inv = 1.f / static_cast<float>(s.k * s.k);
+  const PlaneGrid pg = plane_grid(s.planes, s.h * s.w);
+  avgpool_backward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, inv, dy, dx);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void global_avgpool_forward_cuda(int64_t planes, int64_t hw, const float* x, float* y, cudaStream_t stream) {
+  LS_POOL_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_forward (cuda): invalid shape");
+  if (planes == 0) return;
+  const int64_t blocks = (planes + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  LS_POOL_REQUIRE(blocks <= INT_MAX, "global_avgpool_forward (cuda): too many planes");
+  const double inv = 1.0 / static_cast<double>(hw);
+  global_avgpool_forward_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(planes, hw, inv, x, y);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void global_avgpool_backward_cuda(int64_t planes, int64_t hw, const float* dy, float* dx, cudaStream_t stream) {
+  LS_POOL_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_backward (cuda): invalid shape");
+  if (planes == 0) return;
+  const float inv = 1.f / static_cast<float>(hw);
+  const PlaneGrid pg = plane_grid(planes, hw);
+  global_avgpool_backward_kernel<<<pg.grid, pg.block, 0, stream>>>(hw, inv, dy, dx);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lockstep::ops

@@ -1,0 +1,219 @@
+// GPU softmax cross-entropy: one 256-thread block per row (grid-stride over rows),
+// each row's max, argmax and sums by a fixed shared-memory tree, then (forward)
+// one block adding the per-row results in a fixed order. No atomics anywhere,
+// so results are run-to-run deterministic. Mirrors ops/softmax_xent_cpu.cpp:
+// forward subtracts the fp32 row max and sums exp() in fp64; backward is fp32.
+#include "ops/softmax_xent_cuda.h"
+
+#include <math_constants.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/check.h"
+
+namespace lockstep {
+// From core/error.h, which this file cannot include: nvcc (13.0) rejects the
+// constexpr/consteval parts of the fmt headers it pulls in. Throws lockstep::Error.
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+}  // namespace lockstep
+
+namespace lockstep::ops {
+namespace {
+
+constexpr int kThreads = 256;  // a power of two: the tree reductions halve it
+constexpr int64_t kMaxRowBlocks = 65535;
+
+int row_blocks(int64_t b) { return static_cast<int>(std::min<int64_t>(b, kMaxRowBlocks)); }
+
+// The CPU op's argument checks (labels are device data: see the header).
+void check_args(int64_t b, int64_t c, float smoothing) {
+  if (!(smoothing >= 0.f && smoothing < 1.f))
+    throw_error(__FILE__, __LINE__, "label smoothing " + std::to_string(smoothing) + " outside [0, 1)");
+  if (b > 0 && c < 1)
+    throw_error(__FILE__, __LINE__, "softmax cross-entropy over " + std::to_string(c) + " classes");
+}
+
+// Tree sum over one value per thread in shared memory `s` [kThreads], filled
+// and then __syncthreads()'d by the caller; all kThreads threads must call it.
+// The sum is in s[0] on return (visible to every thread).
+template <typename T>
+__device__ void block_sum(T* s) {
+  for (int half = kThreads / 2; half > 0; half >>= 1) {
+    if (static_cast<int>(threadIdx.x) < half) s[threadIdx.x] += s[threadIdx.x + half];
+    __syncthreads();
+  }
+}
+
+// Row max and its first index. Every thread starts from (z[0], 0) and takes
+// only strictly larger values, so within a thread the first maximum wins;
+// across threads equal values resolve to the smaller index. That is the CPU
+// op's first argmax (for inputs without NaN).
+__device__ void row_argmax(const float* z, int64_t c, float* s_max, int64_t* s_arg) {
+  const int t = threadIdx.x;
+  float mx = z[0];
+  int64_t arg = 0;
+  for (int64_t j = t; j < c; j += kThreads) {
+    const float v = z[j];
+    if (v > mx) {
+      mx = v;
+      arg = j;
+    }
+  }
+  s_max[t] = mx;
+  s_arg[t] = arg;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half >>= 1) {
+    if (t < half) {
+      const float v = s_max[t + half];
+      const int64_t a = s_arg[t + half];
+      if (v > s_max[t] || (v == s_max[t] && a < s_arg[t])) {
+        s_max[t] = v;
+        s_arg[t] = a;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Per row i: row_loss[i] = -sum_j q_j log softmax(z)_j, row_correct[i] = argmax == label.
+__global__ void xent_forward_rows_kernel(int64_t b, int64_t c, const float* logits, const int32_t* labels,
+                                         float smoothing, double* row_loss, int32_t* row_correct) {
+  __shared__ float s_max[kThreads];
+  __shared__ int64_t s_arg[kThreads];
+  __shared__ double s_sum[kThreads];
+  __shared__ double s_zsum[kThreads];
+  const int t = threadIdx.x;
+  for (int64_t i = blockIdx.x; i < b; i += gridDim.x) {
+    const float* z = logits + i * c;
+    row_argmax(z, c, s_max, s_arg);
+    const float mx = s_max[0];
+    const int64_t arg = s_arg[0];
+    double sum = 0, zsum = 0;
+    for (int64_t j = t; j < c; j += kThreads) {
+      const float v = z[j];
+      sum += ::exp(static_cast<double>(v - mx));
+      zsum += v;
+    }
+    s_sum[t] = sum;
+    s_zsum[t] = zsum;
+    __syncthreads();  // also: every thread has read s_max[0], s_arg[0]
+    block_sum(s_sum);
+    block_sum(s_zsum);
+    if (t == 0) {
+      const int32_t label = labels[i];
+      double loss;
+      if (label < 0 || label >= c) {
+        loss = CUDART_NAN;
+      } else if (smoothing == 0.f) {
+        loss = ::log(s_sum[0]) + mx - z[label];
+      } else {
+        // -sum_j q_j (z_j - lse) = lse - (1 - eps) z_label - (eps / C) sum_j z_j, as sum_j q_j = 1.
+        const double lse = ::log(s_sum[0]) + mx;
+        const double eps = smoothing;
+        loss = lse - (1.0 - eps) * z[label] - eps / static_cast<double>(c) * s_zsum[0];
+      }
+      row_loss[i] = loss;
+      row_correct[i] = arg == label ? 1 : 0;
+    }
+    __syncthreads();  // thread 0 is done with the shared arrays before the next row
+  }
+}
+
+// One block: *loss_sum += sum_i row_loss[i], *correct += sum_i row_correct[i].
+__global__ void xent_sum_kernel(int64_t b, const double* row_loss, const int32_t* row_correct, double* loss_sum,
+                                int64_t* correct) {
+  __shared__ double s_loss[kThreads];
+  __shared__ int64_t s_correct[kThreads];
+  const int t = threadIdx.x;
+  double l = 0;
+  int64_t k = 0;
+  for (int64_t i = t; i < b; i += kThreads) {
+    l += row_loss[i];
+    k += row_correct[i];
+  }
+  s_loss[t] = l;
+  s_correct[t] = k;
+  __syncthreads();
+  block_sum(s_loss);
+  block_sum(s_correct);
+  if (t == 0) {
+    *loss_sum += s_loss[0];
+    *correct += s_correct[0];
+  }
+}
+
+// Per row: d = exp(z - max) / sum * scale, minus `off` everywhere when smoothing,
+// then minus `on` at the label (the CPU op's `scale` or `on`).
+__global__ void xent_backward_kernel(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
+                                     bool smooth, float off, float on, float* dlogits) {
+  __shared__ float s[kThreads];
+  const int t = threadIdx.x;
+  for (int64_t i = blockIdx.x; i < b; i += gridDim.x) {
+    const float* z = logits + i * c;
+    float* d = dlogits + i * c;
+    const int32_t label = labels[i];
+    const bool valid = label >= 0 && label < c;
+    float mx = z[0];
+    for (int64_t j = t; j < c; j += kThreads) mx = z[j] > mx ? z[j] : mx;
+    s[t] = mx;
+    __syncthreads();
+    for (int half = kThreads / 2; half > 0; half >>= 1) {
+      if (t < half) s[t] = s[t + half] > s[t] ? s[t + half] : s[t];
+      __syncthreads();
+    }
+    mx = s[0];
+    __syncthreads();  // everyone has read s[0] before it is reused for the sum
+    // Each thread reads z[j] before writing d[j] of the same j, and the max
+    // pass is complete, so dlogits may alias logits.
+    float part = 0.f;
+    for (int64_t j = t; j < c; j += kThreads) {
+      const float e = ::expf(z[j] - mx);
+      d[j] = e;
+      part += e;
+    }
+    s[t] = part;
+    __syncthreads();
+    block_sum(s);
+    const float inv = scale / s[0];
+    for (int64_t j = t; j < c; j += kThreads) {
+      if (!valid)
+        d[j] = CUDART_NAN_F;
+      else if (smooth)
+        d[j] = d[j] * inv - off;
+      else
+        d[j] = d[j] * inv;
+    }
+    __syncthreads();  // the label's element is written; s[0] read by all
+    if (t == 0 && valid) d[label] -= smooth ? on : scale;
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+void softmax_xent_forward_cuda(int64_t b, int64_t c, const float* logits, const int32_t* labels, float smoothing,
+                               double* row_loss, int32_t* row_correct, double* loss_sum, int64_t* correct,
+                               cudaStream_t stream) {
+  check_args(b, c, smoothing);
+  if (b <= 0) return;
+  xent_forward_rows_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, logits, labels, smoothing, row_loss,
+                                                                   row_correct);
+  LS_CUDA_CHECK_LAUNCH();
+  xent_sum_kernel<<<1, kThreads, 0, stream>>>(b, row_loss, row_correct, loss_sum, correct);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_xent_backward_cuda(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
+                                float* dlogits, float smoothing, cudaStream_t stream) {
+  check_args(b, c, smoothing);
+  if (b <= 0) return;
+  // The CPU op's scalars, computed the same way.
+  const float off = scale * smoothing / static_cast<float>(c);  // scale * q_j off the label
+  const float on = scale * (1.f - smoothing);                    // scale * (q_label - eps / C)
+  xent_backward_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, logits, labels, scale, smoothing != 0.f, off,
+                                                               on, dlogits);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lockstep::ops

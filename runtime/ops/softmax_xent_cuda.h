@@ -1,0 +1,35 @@
+// Softmax cross-entropy over class logits (GPU), the twin of ops/softmax_xent.h:
+//   logits [B, C] fp32, labels [B] int32 in [0, C), smoothing eps in [0, 1)
+// The target of row i is q = (1 - eps) * onehot(label_i) + eps / C.
+// Both functions queue their work on `stream` and return (asynchronous); every
+// pointer is device memory. Deterministic: fixed-shape block reductions, no
+// atomics, so the same inputs give bitwise the same results on every run.
+// Labels are not checked on the host (they live on the device): a row whose
+// label is outside [0, C) gets a NaN loss, counts as wrong and gets NaN
+// gradients, instead of the CPU op's exception.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace lockstep::ops {
+
+// Adds this batch's summed loss -sum_j q_j log softmax(z)_j to *loss_sum and its
+// number of rows whose (first) argmax equals the label to *correct, so a caller
+// can accumulate over steps and read both only when it logs. Like the CPU op the
+// log-sum-exp subtracts the row max in fp32 and sums exp() in fp64; each row's
+// loss goes to row_loss[i] (fp64) and its 0/1 hit to row_correct[i], then one
+// block adds them up in a fixed order.
+//   row_loss [B] double, row_correct [B] int32 (caller's scratch, overwritten)
+//   loss_sum [1] double, correct [1] int64 (accumulated into)
+void softmax_xent_forward_cuda(int64_t b, int64_t c, const float* logits, const int32_t* labels, float smoothing,
+                               double* row_loss, int32_t* row_correct, double* loss_sum, int64_t* correct,
+                               cudaStream_t stream);
+
+// dlogits = (softmax(logits) - q) * scale, in fp32 as the CPU op.
+//   logits, dlogits [B, C]; labels [B]
+void softmax_xent_backward_cuda(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
+                                float* dlogits, float smoothing, cudaStream_t stream);
+
+}  // namespace lockstep::ops

@@ -1,0 +1,77 @@
+// GPU optimizer update kernels: grid-stride loops (256 threads per block,
+// int64 indices) applying Sgd::update's and Adam::update's per-element
+// formulas, written exactly as in optim/sgd.cpp and optim/adam.cpp.
+#include "optim/update_cuda.h"
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/check.h"
+
+namespace lockstep {
+// From core/error.h, which this file cannot include: nvcc (13.0) rejects the
+// constexpr/consteval parts of the fmt headers it pulls in. Throws lockstep::Error.
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 4096;  // grid-stride loops cover the rest
+
+int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+
+__device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline int64_t grid_stride() { return static_cast<int64_t>(blockDim.x) * gridDim.x; }
+
+__global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr, float scale, float wd) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] -= lr * (scale * g[i] + wd * p[i]);
+}
+
+__global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* buf, float lr, float scale, float wd,
+                                    float m, bool nesterov) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float gi = scale * g[i] + wd * p[i];
+    const float b = m * buf[i] + gi;
+    buf[i] = b;
+    p[i] -= lr * (nesterov ? gi + m * b : b);
+  }
+}
+
+__global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, float step_size,
+                            float inv_sqrt_bc2, float scale, float b1, float b2, float eps, float l2, float shrink) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float pi = p[i] * shrink;
+    const float gi = scale * g[i] + l2 * pi;
+    const float mi = b1 * m[i] + (1.f - b1) * gi;
+    const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi - step_size * mi / (sqrtf(vi) * inv_sqrt_bc2 + eps);
+  }
+}
+
+}  // namespace
+
+void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, float lr, float scale,
+                     float weight_decay, float momentum, bool nesterov, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (momentum == 0.f) {  // as Sgd::update: no buffer, no Nesterov term
+    sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, lr, scale, weight_decay);
+  } else {
+    if (momentum_buf == nullptr)
+      throw_error(__FILE__, __LINE__, "sgd_update_cuda: momentum " + std::to_string(momentum) + " without a buffer");
+    sgd_momentum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, momentum_buf, lr, scale, weight_decay,
+                                                                momentum, nesterov);
+  }
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, float step_size, float inv_sqrt_bc2,
+                      float scale, float beta1, float beta2, float eps, float l2, float shrink, cudaStream_t stream) {
+  if (n <= 0) return;
+  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, m, v, step_size, inv_sqrt_bc2, scale, beta1, beta2, eps,
+                                                      l2, shrink);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,35 @@
+// Optimizer updates on the GPU: one fused pass over a range of the flat
+// parameter, gradient and state buffers (nn/parameter_store.h), the twins of
+// Sgd::update and Adam::update. The caller computes the scalars exactly as the
+// CPU optimizer does (lr, Adam's bias corrections, decay or not for this range)
+// and passes pointers already offset to the range's first element. Each element
+// gets the CPU formula in fp32; nvcc contracts multiply-adds to FMA, so results
+// differ from the CPU's in the last bits. Both queue their work on `stream` and
+// return (asynchronous); every pointer is device memory; n may be 0.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace lockstep {
+
+// SGD as torch.optim.SGD (dampening 0), gradient = scale * g:
+//   momentum == 0:  p -= lr * (scale*g + wd*p)
+//   otherwise:      gi = scale*g + wd*p;  buf = momentum*buf + gi;
+//                   p -= lr * (nesterov ? gi + momentum*buf : buf)
+//   p, g, momentum_buf [n]; momentum_buf may be null when momentum == 0
+void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, float lr, float scale,
+                     float weight_decay, float momentum, bool nesterov, cudaStream_t stream);
+
+// Adam / AdamW as Adam::update, gradient = scale * g, t = steps + 1:
+//   step_size = lr / (1 - beta1^t);  inv_sqrt_bc2 = 1 / sqrt(1 - beta2^t)
+//   adam: l2 = wd, shrink = 1;  adamw: l2 = 0, shrink = 1 - lr*wd
+//   pi = p*shrink;  gi = scale*g + l2*pi
+//   m = beta1*m + (1-beta1)*gi;  v = beta2*v + (1-beta2)*gi^2
+//   p = pi - step_size * m / (sqrt(v)*inv_sqrt_bc2 + eps)
+//   p, g, m, v [n]
+void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, float step_size, float inv_sqrt_bc2,
+                      float scale, float beta1, float beta2, float eps, float l2, float shrink, cudaStream_t stream);
+
+}  // namespace lockstep

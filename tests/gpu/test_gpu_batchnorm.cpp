@@ -1,0 +1,407 @@
+// Batch normalisation on the GPU: every device op against its CPU op, the
+// per-channel math kernels against nn/batchnorm.cpp's formulas, and the whole
+// device pipeline (forward, running statistics, backward, evaluation) against
+// the CPU BatchNorm2d layer.
+//
+// Tolerances (max |gpu - cpu| / max(1, |cpu|)):
+//   sums of x and squared deviations 1e-5, backward sums 1e-4: the CPU adds in
+//     fp32 within a plane (up to 12544 values) and in double across planes;
+//     the GPU adds everything in double. The difference is the CPU's fp32
+//     rounding of plane sums: ~1e-7 relative to sums of magnitude >> 1 (x has
+//     a per-channel offset), up to ~1e-5 absolute for the backward sums of
+//     zero-mean values whose total is near 0.
+//   apply passes 1e-5: one multiply-add per element (the GPU and the CPU's
+//     AVX2 clone may fuse it or not: 1 ulp).
+//   per-channel math kernels 0 (exact): they evaluate the CPU layer's
+//     expressions operation by operation in the same precisions with
+//     explicitly rounded intrinsics, and the host replica below is compiled
+//     without FMA contraction (x86-64 baseline), so equal inputs give equal
+//     bits. Where the host compiler may fuse multiply-adds (__FMA__: a
+//     LOCKSTEP_NATIVE build) the replica can differ by an ulp: 1e-6 then.
+//   layer pipeline: y and running statistics 1e-5 (statistics differ by the
+//     sums' rounding, ~1e-7), parameter gradients and dx 1e-4 (backward sums).
+//   The masked dy must match exactly (both sides mask with the same y).
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cuda/check.h"
+#include "gpu_test_util.h"
+#include "nn/batchnorm.h"
+#include "nn/parameter_store.h"
+#include "ops/batchnorm.h"
+#include "ops/batchnorm_cuda.h"
+
+using namespace lockstep;
+using namespace lockstep::testing;
+
+namespace {
+
+constexpr double kSumTol = 1e-5;
+constexpr double kBackwardSumTol = 1e-4;
+constexpr double kApplyTol = 1e-5;
+constexpr double kLayerForwardTol = 1e-5;
+constexpr double kLayerBackwardTol = 1e-4;
+#ifdef __FMA__
+constexpr double kMathTol = 1e-6;
+#else
+constexpr double kMathTol = 0.0;
+#endif
+
+// The tensor helpers copy on the legacy default stream; the ops run on the
+// context's non-blocking stream. Wait for everything before launching.
+void settle() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+Tensor upload_f64(GpuFixture& f, const std::vector<double>& v) {
+  Tensor t = f.device_zeros(Shape{static_cast<int64_t>(v.size())}, DType::F64);
+  f.ctx.synchronize();  // the allocator zero-fills on the context's stream
+  LS_CUDA_CHECK(cudaMemcpy(t.raw_data(), v.data(), t.nbytes(), cudaMemcpyHostToDevice));
+  settle();
+  return t;
+}
+std::vector<double> download_f64(GpuFixture& f, const Tensor& t) {
+  f.ctx.synchronize();
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  LS_CUDA_CHECK(cudaMemcpy(v.data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+double max_rel_diff_f64(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i]));
+    if (!(d <= worst)) worst = d;
+  }
+  return worst;
+}
+#define REQUIRE_PARITY_F64(gpu, cpu, tol)                                            \
+  do {                                                                               \
+    const double ls_diff_ = max_rel_diff_f64((gpu), (cpu));                          \
+    INFO(#gpu " vs " #cpu ": max rel diff " << ls_diff_ << " (tolerance " << (tol) << ")"); \
+    REQUIRE(ls_diff_ <= (tol));                                                      \
+  } while (0)
+
+// x [n, c, hw]: uniform [-1, 1] plus a per-channel offset in [-3, 3].
+std::vector<float> bn_input(const ops::BatchNormShape& s, uint64_t seed) {
+  auto v = random_vector(s.n * s.c * s.hw, seed);
+  const auto offset = random_vector(s.c, seed + 7777, -3.f, 3.f);
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t p = 0; p < s.hw; ++p)
+        v[static_cast<size_t>((n * s.c + c) * s.hw + p)] += offset[static_cast<size_t>(c)];
+  return v;
+}
+
+const ops::BatchNormShape kShapes[] = {
+    {1, 3, 49}, {3, 5, 1}, {4, 16, 196}, {2, 64, 3136}, {3, 7, 143}, {8, 3, 12544}, {16, 2, 3136},
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchnorm]") {
+  uint64_t seed = 3000;
+  for (const ops::BatchNormShape& s : kShapes) {
+    CAPTURE(s.n, s.c, s.hw);
+    const int64_t n = s.n * s.c * s.hw;
+    const auto C = static_cast<size_t>(s.c);
+    const auto x = bn_input(s, ++seed);
+    Tensor x_ = upload(Shape{n}, x);
+    settle();
+
+    // sum
+    std::vector<double> sum_cpu(C);
+    ops::batchnorm_sum_cpu(s, x.data(), sum_cpu.data());
+    Tensor sum_ = device_zeros(Shape{s.c}, DType::F64);
+    ops::batchnorm_sum_cuda(ctx, s, x_.data<float>(), sum_.data<double>());
+    REQUIRE_PARITY_F64(download_f64(*this, sum_), sum_cpu, kSumTol);
+
+    // centred sum of squares, both from the CPU's mean
+    std::vector<float> mean(C);
+    for (size_t c = 0; c < C; ++c) mean[c] = static_cast<float>(sum_cpu[c] / static_cast<double>(s.n * s.hw));
+    std::vector<double> m2_cpu(C);
+    ops::batchnorm_centered_sumsq_cpu(s, x.data(), mean.data(), m2_cpu.data());
+    Tensor mean_ = upload(Shape{s.c}, mean), m2_ = device_zeros(Shape{s.c}, DType::F64);
+    settle();
+    ops::batchnorm_centered_sumsq_cuda(ctx, s, x_.data<float>(), mean_.data<float>(), m2_.data<double>());
+    REQUIRE_PARITY_F64(download_f64(*this, m2_), m2_cpu, kSumTol);
+
+    for (int relu = 0; relu < 2; ++relu) {
+      CAPTURE(relu);
+      // apply
+      const auto scale = random_vector(s.c, ++seed), shift = random_vector(s.c, ++seed);
+      std::vector<float> y_cpu(static_cast<size_t>(n));
+      ops::batchnorm_apply_cpu(s, x.data(), scale.data(), shift.data(), y_cpu.data(), relu);
+      Tensor scale_ = upload(Shape{s.c}, scale), shift_ = upload(Shape{s.c}, shift), y_ = device_zeros(Shape{n});
+      settle();
+      ops::batchnorm_apply_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(), y_.data<float>(),
+                                relu, ctx.raw_stream());
+      LS_REQUIRE_PARITY(download(y_), y_cpu, kApplyTol);
+
+      // backward reduce (both sides mask with the CPU's y)
+      const auto dy = random_vector(n, ++seed);
+      auto dy_cpu = dy;
+      std::vector<double> sdy_cpu(C), sdyx_cpu(C);
+      ops::batchnorm_backward_reduce_cpu(s, x.data(), y_cpu.data(), dy_cpu.data(), relu, mean.data(), sdy_cpu.data(),
+                                         sdyx_cpu.data());
+      Tensor yref_ = upload(Shape{n}, y_cpu), dy_ = upload(Shape{n}, dy);
+      Tensor sdy_ = device_zeros(Shape{s.c}, DType::F64), sdyx_ = device_zeros(Shape{s.c}, DType::F64);
+      settle();
+      ops::batchnorm_backward_reduce_cuda(ctx, s, x_.data<float>(), yref_.data<float>(), dy_.data<float>(), relu,
+                                          mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
+      LS_REQUIRE_PARITY(download(dy_), dy_cpu, 0.0);
+      REQUIRE_PARITY_F64(download_f64(*this, sdy_), sdy_cpu, kBackwardSumTol);
+      REQUIRE_PARITY_F64(download_f64(*this, sdyx_), sdyx_cpu, kBackwardSumTol);
+
+      // backward apply
+      const auto a = random_vector(s.c, ++seed), b = random_vector(s.c, ++seed), d = random_vector(s.c, ++seed);
+      std::vector<float> dx_cpu(static_cast<size_t>(n));
+      ops::batchnorm_backward_apply_cpu(s, x.data(), dy_cpu.data(), a.data(), b.data(), d.data(), dx_cpu.data());
+      Tensor a_ = upload(Shape{s.c}, a), b_ = upload(Shape{s.c}, b), d_ = upload(Shape{s.c}, d);
+      Tensor dx_ = upload(Shape{n}, random_vector(n, ++seed));  // garbage: must be overwritten
+      settle();
+      ops::batchnorm_backward_apply_cuda(s, x_.data<float>(), dy_.data<float>(), a_.data<float>(), b_.data<float>(),
+                                         d_.data<float>(), dx_.data<float>(), ctx.raw_stream());
+      LS_REQUIRE_PARITY(download(dx_), dx_cpu, kApplyTol);
+    }
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "batchnorm per-channel math kernels reproduce nn/batchnorm.cpp exactly", "[batchnorm]") {
+  const int64_t C = 37;
+  const auto Cs = static_cast<size_t>(C);
+  const float eps = 1e-5f, momentum = 0.1f;
+  const double count = 6272.0;
+  // Inputs as a layer would have them: sums of `count` values, positive m2.
+  std::vector<double> sum(Cs), m2(Cs), sdy(Cs), sdyx(Cs);
+  {
+    const auto r = random_vector(4 * C, 11);
+    for (size_t c = 0; c < Cs; ++c) {
+      sum[c] = count * 2.0 * r[c];
+      m2[c] = count * (0.01 + std::abs(r[Cs + c]));
+      sdy[c] = 50.0 * r[2 * Cs + c];
+      sdyx[c] = 30.0 * r[3 * Cs + c];
+    }
+  }
+  const auto gamma = random_vector(C, 12, 0.5f, 1.5f), beta = random_vector(C, 13);
+  const auto rm0 = random_vector(C, 14), rv0 = random_vector(C, 15, 0.5f, 2.f);
+  const auto dgamma0 = random_vector(C, 16), dbeta0 = random_vector(C, 17);
+
+  // Host replica: nn/batchnorm.cpp, expression by expression.
+  std::vector<float> mean(Cs), invstd(Cs), scale(Cs), shift(Cs), rm = rm0, rv = rv0;
+  for (size_t c = 0; c < Cs; ++c) mean[c] = static_cast<float>(sum[c] / count);
+  for (size_t c = 0; c < Cs; ++c) {
+    const double var = m2[c] / count;
+    invstd[c] = static_cast<float>(1.0 / std::sqrt(var + eps));
+    rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * mean[c]);
+    rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * var * count / (count - 1));
+  }
+  for (size_t c = 0; c < Cs; ++c) {
+    scale[c] = gamma[c] * invstd[c];
+    shift[c] = beta[c] - mean[c] * scale[c];
+  }
+  std::vector<float> emean(Cs), einvstd(Cs), escale(Cs), eshift(Cs);
+  for (size_t c = 0; c < Cs; ++c) {
+    emean[c] = rm0[c];
+    einvstd[c] = 1.f / std::sqrt(rv0[c] + eps);
+    escale[c] = gamma[c] * einvstd[c];
+    eshift[c] = beta[c] - emean[c] * escale[c];
+  }
+
+  Tensor sum_ = upload_f64(*this, sum), m2_ = upload_f64(*this, m2), count_ = upload_f64(*this, {count});
+  Tensor sdy_ = upload_f64(*this, sdy), sdyx_ = upload_f64(*this, sdyx);
+  Tensor gamma_ = upload(Shape{C}, gamma), beta_ = upload(Shape{C}, beta);
+  Tensor rm_ = upload(Shape{C}, rm0), rv_ = upload(Shape{C}, rv0);
+  Tensor mean_ = device_zeros(Shape{C}), invstd_ = device_zeros(Shape{C}), scale_ = device_zeros(Shape{C}),
+         shift_ = device_zeros(Shape{C});
+  settle();
+  const cudaStream_t st = ctx.raw_stream();
+
+  SECTION("training statistics and running averages") {
+    ops::batchnorm_mean_cuda(C, sum_.data<double>(), count_.data<double>(), mean_.data<float>(), st);
+    ops::batchnorm_finalize_stats_cuda(C, m2_.data<double>(), count_.data<double>(), mean_.data<float>(),
+                                       gamma_.data<float>(), beta_.data<float>(), eps, momentum, invstd_.data<float>(),
+                                       scale_.data<float>(), shift_.data<float>(), rm_.data<float>(), rv_.data<float>(),
+                                       st);
+    LS_REQUIRE_PARITY(download(mean_), mean, kMathTol);
+    LS_REQUIRE_PARITY(download(invstd_), invstd, kMathTol);
+    LS_REQUIRE_PARITY(download(scale_), scale, kMathTol);
+    LS_REQUIRE_PARITY(download(shift_), shift, kMathTol);
+    LS_REQUIRE_PARITY(download(rm_), rm, kMathTol);
+    LS_REQUIRE_PARITY(download(rv_), rv, kMathTol);
+  }
+  SECTION("count") {
+    Tensor cnt_ = device_zeros(Shape{1}, DType::F64);
+    ops::batchnorm_count_cuda(ops::BatchNormShape{32, 5, 196}, cnt_.data<double>(), st);
+    CHECK(download_f64(*this, cnt_) == std::vector<double>{32.0 * 196.0});
+  }
+  SECTION("evaluation statistics") {
+    ops::batchnorm_eval_stats_cuda(C, rm_.data<float>(), rv_.data<float>(), gamma_.data<float>(), beta_.data<float>(),
+                                   eps, mean_.data<float>(), invstd_.data<float>(), scale_.data<float>(),
+                                   shift_.data<float>(), st);
+    LS_REQUIRE_PARITY(download(mean_), emean, kMathTol);
+    LS_REQUIRE_PARITY(download(invstd_), einvstd, kMathTol);
+    LS_REQUIRE_PARITY(download(scale_), escale, kMathTol);
+    LS_REQUIRE_PARITY(download(shift_), eshift, kMathTol);
+  }
+  SECTION("parameter gradients") {
+    for (int accumulate = 0; accumulate < 2; ++accumulate) {
+      CAPTURE(accumulate);
+      std::vector<float> dgamma = dgamma0, dbeta = dbeta0;
+      for (size_t c = 0; c < Cs; ++c) {
+        const auto g = static_cast<float>(sdyx[c] * invstd[c]), bsum = static_cast<float>(sdy[c]);
+        dgamma[c] = accumulate ? dgamma[c] + g : g;
+        dbeta[c] = accumulate ? dbeta[c] + bsum : bsum;
+      }
+      Tensor invstd_in = upload(Shape{C}, invstd), dgamma_ = upload(Shape{C}, dgamma0),
+             dbeta_ = upload(Shape{C}, dbeta0);
+      settle();
+      ops::batchnorm_param_grads_cuda(C, sdy_.data<double>(), sdyx_.data<double>(), invstd_in.data<float>(),
+                                      dgamma_.data<float>(), dbeta_.data<float>(), accumulate, st);
+      LS_REQUIRE_PARITY(download(dgamma_), dgamma, kMathTol);
+      LS_REQUIRE_PARITY(download(dbeta_), dbeta, kMathTol);
+    }
+  }
+  SECTION("backward coefficients") {
+    for (int training = 0; training < 2; ++training) {
+      CAPTURE(training);
+      const std::vector<float>& m = training ? mean : emean;
+      const std::vector<float>& is = training ? invstd : einvstd;
+      std::vector<float> a(Cs), b(Cs), d(Cs);
+      for (size_t c = 0; c < Cs; ++c) {
+        const double av = static_cast<double>(gamma[c]) * is[c];
+        if (!training) {
+          a[c] = static_cast<float>(av);
+          b[c] = d[c] = 0.f;
+          continue;
+        }
+        const double mean_dy = sdy[c] / count, mean_dy_xmu = sdyx[c] / count;
+        const double bv = -av * static_cast<double>(is[c]) * is[c] * mean_dy_xmu;
+        a[c] = static_cast<float>(av);
+        b[c] = static_cast<float>(bv);
+        d[c] = static_cast<float>(-av * mean_dy - bv * m[c]);
+      }
+      Tensor m_in = upload(Shape{C}, m), is_in = upload(Shape{C}, is);
+      Tensor a_ = device_zeros(Shape{C}), b_ = device_zeros(Shape{C}), d_ = device_zeros(Shape{C});
+      settle();
+      ops::batchnorm_backward_coeffs_cuda(C, training, sdy_.data<double>(), sdyx_.data<double>(),
+                                          training ? count_.data<double>() : nullptr, m_in.data<float>(),
+                                          is_in.data<float>(), gamma_.data<float>(), a_.data<float>(),
+                                          b_.data<float>(), d_.data<float>(), st);
+      LS_REQUIRE_PARITY(download(a_), a, kMathTol);
+      LS_REQUIRE_PARITY(download(b_), b, kMathTol);
+      LS_REQUIRE_PARITY(download(d_), d, kMathTol);
+    }
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "batchnorm device pipeline matches the BatchNorm2d layer", "[batchnorm]") {
+  struct LayerCase {
+    int64_t n, c, h, w;
+  };
+  const LayerCase cases[] = {{3, 6, 7, 9}, {2, 16, 14, 14}, {1, 4, 5, 5}};
+  uint64_t seed = 7000;
+  for (const LayerCase& lc : cases)
+    for (int relu = 0; relu < 2; ++relu)
+      for (int accumulate = 0; accumulate < 2; ++accumulate) {
+        CAPTURE(lc.n, lc.c, lc.h, lc.w, relu, accumulate);
+        const ops::BatchNormShape s{lc.n, lc.c, lc.h * lc.w};
+        const int64_t C = lc.c, n = s.n * s.c * s.hw;
+        const Shape xshape{lc.n, lc.c, lc.h, lc.w};
+        const float eps = 1e-5f, momentum = 0.1f;
+
+        // The CPU layer, with random parameters, running statistics and gradients.
+        BatchNorm2d bn(C, eps, momentum);
+        ParameterStore params, buffers;
+        bn.declare(params, "bn.");
+        bn.declare_buffers(buffers, "bn.");
+        params.finalize();
+        buffers.finalize();
+        bn.fuse_relu(relu);
+        const Parameter* weight = params.find("bn.weight");
+        const Parameter* bias = params.find("bn.bias");
+        const Parameter* rmean = buffers.find("bn.running_mean");
+        const Parameter* rvar = buffers.find("bn.running_var");
+        REQUIRE((weight && bias && rmean && rvar));
+        const auto gamma = random_vector(C, ++seed, 0.5f, 1.5f), beta = random_vector(C, ++seed);
+        const auto rm0 = random_vector(C, ++seed), rv0 = random_vector(C, ++seed, 0.5f, 2.f);
+        const auto dgamma0 = random_vector(C, ++seed), dbeta0 = random_vector(C, ++seed);
+        std::copy(gamma.begin(), gamma.end(), weight->value.data<float>());
+        std::copy(beta.begin(), beta.end(), bias->value.data<float>());
+        std::copy(rm0.begin(), rm0.end(), rmean->value.data<float>());
+        std::copy(rv0.begin(), rv0.end(), rvar->value.data<float>());
+        std::copy(dgamma0.begin(), dgamma0.end(), weight->grad.data<float>());
+        std::copy(dbeta0.begin(), dbeta0.end(), bias->grad.data<float>());
+
+        // The device state a GPU layer would hold.
+        Tensor gamma_ = upload(Shape{C}, gamma), beta_ = upload(Shape{C}, beta);
+        Tensor rm_ = upload(Shape{C}, rm0), rv_ = upload(Shape{C}, rv0);
+        Tensor dgamma_ = upload(Shape{C}, dgamma0), dbeta_ = upload(Shape{C}, dbeta0);
+        Tensor sum_ = device_zeros(Shape{C}, DType::F64), m2_ = device_zeros(Shape{C}, DType::F64);
+        Tensor count_ = device_zeros(Shape{1}, DType::F64);
+        Tensor sdy_ = device_zeros(Shape{C}, DType::F64), sdyx_ = device_zeros(Shape{C}, DType::F64);
+        Tensor mean_ = device_zeros(Shape{C}), invstd_ = device_zeros(Shape{C}), scale_ = device_zeros(Shape{C}),
+               shift_ = device_zeros(Shape{C});
+        Tensor a_ = device_zeros(Shape{C}), b_ = device_zeros(Shape{C}), d_ = device_zeros(Shape{C});
+        const cudaStream_t st = ctx.raw_stream();
+
+        // Two training steps, then an evaluation step.
+        for (int step = 0; step < 3; ++step) {
+          const bool training = step < 2;
+          CAPTURE(step);
+          const auto x = bn_input(s, ++seed), dy = random_vector(n, ++seed);
+          Tensor xt = Tensor::from_vector(xshape, x), yt = Tensor::zeros(xshape);
+          ForwardContext fc;
+          fc.training = training;
+          bn.forward(xt, yt, fc);
+          Tensor dyt = Tensor::from_vector(xshape, dy), dxt = Tensor::zeros(xshape);
+          BackwardContext bc;
+          bc.accumulate = accumulate;
+          bn.backward(xt, yt, dyt, &dxt, bc);
+
+          Tensor x_ = upload(Shape{n}, x), y_ = device_zeros(Shape{n});
+          settle();
+          if (training) {
+            ops::batchnorm_sum_cuda(ctx, s, x_.data<float>(), sum_.data<double>());
+            ops::batchnorm_count_cuda(s, count_.data<double>(), st);
+            ops::batchnorm_mean_cuda(C, sum_.data<double>(), count_.data<double>(), mean_.data<float>(), st);
+            ops::batchnorm_centered_sumsq_cuda(ctx, s, x_.data<float>(), mean_.data<float>(), m2_.data<double>());
+            ops::batchnorm_finalize_stats_cuda(C, m2_.data<double>(), count_.data<double>(), mean_.data<float>(),
+                                               gamma_.data<float>(), beta_.data<float>(), eps, momentum,
+                                               invstd_.data<float>(), scale_.data<float>(), shift_.data<float>(),
+                                               rm_.data<float>(), rv_.data<float>(), st);
+          } else {
+            ops::batchnorm_eval_stats_cuda(C, rm_.data<float>(), rv_.data<float>(), gamma_.data<float>(),
+                                           beta_.data<float>(), eps, mean_.data<float>(), invstd_.data<float>(),
+                                           scale_.data<float>(), shift_.data<float>(), st);
+          }
+          ops::batchnorm_apply_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(), y_.data<float>(),
+                                    relu, st);
+          LS_REQUIRE_PARITY(download(y_), yt.to_vector(), kLayerForwardTol);
+          LS_REQUIRE_PARITY(download(rm_), rmean->value.to_vector(), kLayerForwardTol);
+          LS_REQUIRE_PARITY(download(rv_), rvar->value.to_vector(), kLayerForwardTol);
+
+          // Backward; the device side masks with the CPU's y (same mask).
+          Tensor yref_ = upload(Shape{n}, yt.to_vector()), dy_ = upload(Shape{n}, dy), dx_ = device_zeros(Shape{n});
+          settle();
+          ops::batchnorm_backward_reduce_cuda(ctx, s, x_.data<float>(), yref_.data<float>(), dy_.data<float>(), relu,
+                                              mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
+          ops::batchnorm_param_grads_cuda(C, sdy_.data<double>(), sdyx_.data<double>(), invstd_.data<float>(),
+                                          dgamma_.data<float>(), dbeta_.data<float>(), accumulate, st);
+          ops::batchnorm_backward_coeffs_cuda(C, training, sdy_.data<double>(), sdyx_.data<double>(),
+                                              count_.data<double>(), mean_.data<float>(), invstd_.data<float>(),
+                                              gamma_.data<float>(), a_.data<float>(), b_.data<float>(),
+                                              d_.data<float>(), st);
+          ops::batchnorm_backward_apply_cuda(s, x_.data<float>(), dy_.data<float>(), a_.data<float>(),
+                                             b_.data<float>(), d_.data<float>(), dx_.data<float>(), st);
+          LS_REQUIRE_PARITY(download(dy_), dyt.to_vector(), 0.0);
+          LS_REQUIRE_PARITY(download(dgamma_), weight->grad.to_vector(), kLayerBackwardTol);
+          LS_REQUIRE_PARITY(download(dbeta_), bias->grad.to_vector(), kLayerBackwardTol);
+          LS_REQUIRE_PARITY(download(dx_), dxt.to_vector(), kLayerBackwardTol);
+        }
+      }
+}

@@ -1,0 +1,170 @@
+// Conv2d on the GPU (cuDNN) against the CPU im2col op: forward and backward
+// over odd sizes, stride 2, padding, 1x1, 3x3, 5x5 and ResNet's 7x7 stride-2
+// stem, batch 1 and 3, with and without bias, fused ReLU, accumulation and dx;
+// batch-size changes on one object; run-to-run determinism.
+//
+// Tolerances (max |gpu - cpu| / max(1, |cpu|)):
+//   forward 5e-5: each output sums C*KH*KW (<= 288) products of values in
+//     [-1, 1]; cuDNN (fp32, FMA math) and OpenBLAS differ in summation order,
+//     fused multiply-adds and, for FFT or Winograd algorithms, transform
+//     rounding. On these inputs the CPU op is up to 8e-6 from the exact (double)
+//     result. TF32 (10-bit mantissa inputs) would be off by ~5e-4: ten times the
+//     tolerance, so passing also shows that cuDNN did not use TF32.
+//   backward 1e-4: dw sums N*OH*OW products, db N*OH*OW values, dx OC*KH*KW
+//     products; the CPU is within 9e-6 of exact here.
+//   The masked dy must match exactly (both sides mask with the same y).
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "cuda/check.h"
+#include "gpu_test_util.h"
+#include "ops/conv2d.h"
+#include "ops/conv2d_cuda.h"
+
+using namespace lockstep;
+using namespace lockstep::testing;
+
+namespace {
+
+constexpr double kForwardTol = 5e-5;
+constexpr double kBackwardTol = 1e-4;
+
+// The tensor helpers copy on the legacy default stream; the ops run on the
+// context's non-blocking stream. Wait for everything before launching.
+void settle() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+struct ConvCase {
+  int64_t n, c, h, w, oc, k, stride, pad;
+};
+const ConvCase kCases[] = {
+    {1, 3, 9, 9, 4, 3, 1, 1},      // odd size, 3x3 pad 1, batch 1
+    {3, 5, 11, 13, 6, 3, 2, 1},    // stride 2, non-square input
+    {3, 8, 7, 7, 16, 1, 1, 0},     // 1x1
+    {2, 16, 14, 14, 8, 1, 2, 0},   // 1x1 stride 2 (ResNet downsample)
+    {3, 3, 32, 32, 8, 7, 2, 3},    // ResNet stem: 7x7 stride 2 pad 3
+    {2, 32, 14, 14, 64, 3, 1, 1},  // more channels
+    {1, 4, 6, 6, 3, 5, 1, 2},      // 5x5
+    {3, 4, 5, 5, 2, 3, 1, 0},      // no padding, tiny output
+};
+
+ops::Conv2dShape make_shape(const ConvCase& k) {
+  const int64_t oh = (k.h + 2 * k.pad - k.k) / k.stride + 1, ow = (k.w + 2 * k.pad - k.k) / k.stride + 1;
+  return {k.n, k.oc, ops::ConvGeometry{k.c, k.h, k.w, k.k, k.k, k.stride, k.pad, oh, ow}};
+}
+
+struct Sizes {
+  int64_t x, w, y;
+};
+Sizes sizes(const ops::Conv2dShape& s) {
+  return {s.n * s.g.c * s.g.h * s.g.w, s.oc * s.g.k(), s.n * s.oc * s.g.p()};
+}
+
+// Runs CPU and GPU forward + backward for one configuration and compares.
+void check_case(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s, bool relu, bool bias,
+                bool accumulate, bool with_dx, uint64_t seed) {
+  const Sizes z = sizes(s);
+  const auto x = random_vector(z.x, seed + 1), w = random_vector(z.w, seed + 2), b = random_vector(s.oc, seed + 3),
+             dy0 = random_vector(z.y, seed + 4), dw0 = random_vector(z.w, seed + 5),
+             db0 = random_vector(s.oc, seed + 6), dx0 = random_vector(z.x, seed + 7);
+
+  ops::Workspace ws;
+  std::vector<float> y_cpu(static_cast<size_t>(z.y));
+  ops::conv2d_forward_cpu(s, x.data(), w.data(), bias ? b.data() : nullptr, y_cpu.data(), relu, ws);
+  auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0, dx_cpu = dx0;
+  ops::conv2d_backward_cpu(s, x.data(), w.data(), y_cpu.data(), dy_cpu.data(), with_dx ? dx_cpu.data() : nullptr,
+                           dw_cpu.data(), bias ? db_cpu.data() : nullptr, accumulate, relu, ws);
+
+  Tensor x_ = f.upload(Shape{z.x}, x), w_ = f.upload(Shape{z.w}, w), b_ = f.upload(Shape{s.oc}, b);
+  Tensor y_ = f.device_zeros(Shape{z.y}), yref_ = f.upload(Shape{z.y}, y_cpu), dy_ = f.upload(Shape{z.y}, dy0);
+  Tensor dw_ = f.upload(Shape{z.w}, dw0), db_ = f.upload(Shape{s.oc}, db0), dx_ = f.upload(Shape{z.x}, dx0);
+  settle();
+  conv.forward(f.ctx, s.n, x_.data<float>(), w_.data<float>(), bias ? b_.data<float>() : nullptr, y_.data<float>(),
+               relu);
+  // Backward reads the CPU's y, so both apply the same ReLU mask.
+  conv.backward(f.ctx, s.n, x_.data<float>(), w_.data<float>(), yref_.data<float>(), dy_.data<float>(),
+                with_dx ? dx_.data<float>() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
+                accumulate, relu);
+  LS_REQUIRE_PARITY(f.download(y_), y_cpu, kForwardTol);
+  LS_REQUIRE_PARITY(f.download(dy_), dy_cpu, 0.0);
+  LS_REQUIRE_PARITY(f.download(dw_), dw_cpu, kBackwardTol);
+  LS_REQUIRE_PARITY(f.download(db_), db_cpu, kBackwardTol);  // untouched when bias is null
+  LS_REQUIRE_PARITY(f.download(dx_), dx_cpu, kBackwardTol);  // untouched when dx is null
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "conv2d forward and backward match the CPU", "[conv]") {
+  uint64_t seed = 1000;
+  for (const ConvCase& k : kCases) {
+    const ops::Conv2dShape s = make_shape(k);
+    CAPTURE(k.n, k.c, k.h, k.w, k.oc, k.k, k.stride, k.pad);
+    ops::Conv2dCuda conv(s.oc, s.g);
+    for (int relu = 0; relu < 2; ++relu)
+      for (int bias = 0; bias < 2; ++bias)
+        for (int accumulate = 0; accumulate < 2; ++accumulate) {
+          CAPTURE(relu, bias, accumulate);
+          check_case(*this, conv, s, relu, bias, accumulate, /*with_dx=*/true, seed += 10);
+        }
+    INFO("dx null");
+    check_case(*this, conv, s, /*relu=*/true, /*bias=*/true, /*accumulate=*/false, /*with_dx=*/false, seed += 10);
+    const auto algos = conv.algorithms(ctx, s.n);
+    INFO("cuDNN algorithms: forward " << algos.forward << ", backward data " << algos.backward_data
+                                      << ", backward filter " << algos.backward_filter);
+    CHECK(algos.deterministic);
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "conv2d follows batch-size changes on one object", "[conv]") {
+  const ConvCase base{3, 5, 11, 13, 6, 3, 2, 1};
+  ops::Conv2dShape s = make_shape(base);
+  ops::Conv2dCuda conv(s.oc, s.g);
+  uint64_t seed = 5000;
+  for (const int64_t n : {int64_t{3}, int64_t{1}, int64_t{2}, int64_t{3}}) {
+    s.n = n;
+    CAPTURE(n);
+    check_case(*this, conv, s, /*relu=*/true, /*bias=*/true, /*accumulate=*/false, /*with_dx=*/true, seed += 10);
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "conv2d backward is deterministic", "[conv]") {
+  const ops::Conv2dShape s = make_shape({3, 32, 14, 14, 64, 3, 1, 1});
+  const Sizes z = sizes(s);
+  ops::Conv2dCuda conv(s.oc, s.g);
+  Tensor x_ = upload(Shape{z.x}, random_vector(z.x, 1)), w_ = upload(Shape{z.w}, random_vector(z.w, 2));
+  const auto dy = random_vector(z.y, 3);
+  std::vector<float> first_dw, first_db, first_dx;
+  for (int run = 0; run < 3; ++run) {
+    Tensor dy_ = upload(Shape{z.y}, dy), dw_ = device_zeros(Shape{z.w}), db_ = device_zeros(Shape{s.oc}),
+           dx_ = device_zeros(Shape{z.x});
+    settle();
+    conv.backward(ctx, s.n, x_.data<float>(), w_.data<float>(), nullptr, dy_.data<float>(), dx_.data<float>(),
+                  dw_.data<float>(), db_.data<float>(), false, false);
+    const auto dw = download(dw_), db = download(db_), dx = download(dx_);
+    if (run == 0) {
+      first_dw = dw;
+      first_db = db;
+      first_dx = dx;
+    } else {
+      CHECK(dw == first_dw);
+      CHECK(db == first_db);
+      CHECK(dx == first_dx);
+    }
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "conv2d backward with an empty batch zeroes or keeps the gradients", "[conv]") {
+  const ops::Conv2dShape s = make_shape({0, 3, 8, 8, 4, 3, 1, 1});
+  ops::Conv2dCuda conv(s.oc, s.g);
+  const auto dw0 = random_vector(s.oc * s.g.k(), 1), db0 = random_vector(s.oc, 2);
+  for (int accumulate = 0; accumulate < 2; ++accumulate) {
+    Tensor dw_ = upload(Shape{s.oc * s.g.k()}, dw0), db_ = upload(Shape{s.oc}, db0);
+    settle();
+    conv.backward(ctx, 0, nullptr, nullptr, nullptr, nullptr, nullptr, dw_.data<float>(), db_.data<float>(),
+                  accumulate, false);
+    CHECK(download(dw_) == (accumulate ? dw0 : std::vector<float>(dw0.size(), 0.f)));
+    CHECK(download(db_) == (accumulate ? db0 : std::vector<float>(db0.size(), 0.f)));
+  }
+}

@@ -1,0 +1,212 @@
+// GPU elementwise ops (ops/elementwise_cuda.h) against the CPU ops: ReLU,
+// residual adds, scaling and dropout, out of place and in place, at sizes from
+// one element to more than one grid-stride sweep (4096 blocks x 256 threads).
+//
+// Tolerance: none. Each output element is a single IEEE fp32 operation (or a
+// compare and select) on the same inputs on both sides, with no multiply-add
+// that could be contracted to an FMA, so GPU and CPU agree exactly; dropout
+// masks come from the same integer hash (ops/dropout_hash.h). Compared with ==,
+// so +0 and -0 count as equal.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+
+#include "cuda/check.h"
+#include "gpu_test_util.h"
+#include "ops/elementwise.h"
+#include "ops/elementwise_cuda.h"
+
+using namespace lockstep;
+using namespace lockstep::ops;
+using namespace lockstep::testing;
+
+namespace {
+
+// 1000003 is odd and prime; 3000017 needs several passes of the grid-stride loop.
+const int64_t kSizes[] = {1, 2, 255, 257, 4099, 1000003, 3000017};
+
+// Index of the first element where a and b differ, or -1.
+template <typename T>
+int64_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i])) return static_cast<int64_t>(i);
+  return -1;
+}
+
+template <typename T>
+std::string describe_difference(const std::vector<T>& gpu, const std::vector<T>& cpu, int64_t at) {
+  if (at < 0) return "no difference";
+  std::ostringstream os;
+  os.precision(9);
+  os << "first difference at element " << at << " of " << cpu.size() << ": gpu " << +gpu[at] << ", cpu "
+     << +cpu[at];
+  return os.str();
+}
+
+#define REQUIRE_EQUAL_VECTORS(gpu, cpu)                                                          \
+  do {                                                                                           \
+    const auto& ls_gpu_ = (gpu);                                                                 \
+    const auto& ls_cpu_ = (cpu);                                                                 \
+    const int64_t ls_at_ = first_difference(ls_gpu_, ls_cpu_);                                   \
+    INFO(#gpu " vs " #cpu ": " << describe_difference(ls_gpu_, ls_cpu_, ls_at_));                \
+    REQUIRE(ls_at_ == -1);                                                                       \
+  } while (0)
+
+std::vector<uint8_t> download_u8(GpuFixture& f, const Tensor& d) {
+  f.ctx.synchronize();
+  const Tensor h = d.to(cpu_allocator());
+  const uint8_t* p = h.data<uint8_t>();
+  return std::vector<uint8_t>(p, p + h.numel());
+}
+
+Tensor upload_u8(GpuFixture& f, const std::vector<uint8_t>& v) {
+  Tensor h = Tensor::zeros(Shape{static_cast<int64_t>(v.size())}, DType::U8);
+  std::copy(v.begin(), v.end(), h.data<uint8_t>());
+  return h.to(f.ctx.allocator());
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "GPU ReLU forward and backward equal the CPU ops", "[elementwise]") {
+  const cudaStream_t s = ctx.raw_stream();
+  for (const int64_t n : kSizes) {
+    INFO("n = " << n);
+    const auto x = random_vector(n, 100 + n);
+    const auto dy = random_vector(n, 200 + n);
+    std::vector<float> y_cpu(n), dx_cpu(n);
+    relu_forward_cpu(n, x.data(), y_cpu.data());
+    relu_backward_cpu(n, y_cpu.data(), dy.data(), dx_cpu.data());
+
+    Tensor dx_in = upload(Shape{n}, x), d_y = device_zeros(Shape{n});
+    relu_forward_cuda(n, dx_in.data<float>(), d_y.data<float>(), s);
+    REQUIRE_EQUAL_VECTORS(download(d_y), y_cpu);
+    relu_forward_cuda(n, dx_in.data<float>(), dx_in.data<float>(), s);  // in place
+    REQUIRE_EQUAL_VECTORS(download(dx_in), y_cpu);
+
+    Tensor d_dy = upload(Shape{n}, dy), d_dx = device_zeros(Shape{n});
+    relu_backward_cuda(n, d_y.data<float>(), d_dy.data<float>(), d_dx.data<float>(), s);
+    REQUIRE_EQUAL_VECTORS(download(d_dx), dx_cpu);
+    relu_backward_cuda(n, d_y.data<float>(), d_dy.data<float>(), d_dy.data<float>(), s);  // dx = dy in place
+    REQUIRE_EQUAL_VECTORS(download(d_dy), dx_cpu);
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "GPU add_relu, add_inplace and scale equal the CPU results", "[elementwise]") {
+  const cudaStream_t s = ctx.raw_stream();
+  for (const int64_t n : kSizes) {
+    INFO("n = " << n);
+    const auto a = random_vector(n, 300 + n);
+    const auto b = random_vector(n, 400 + n);
+    std::vector<float> y_cpu(n);
+    add_relu_cpu(n, a.data(), b.data(), y_cpu.data());
+
+    Tensor da = upload(Shape{n}, a), db = upload(Shape{n}, b), dy = device_zeros(Shape{n});
+    add_relu_cuda(n, da.data<float>(), db.data<float>(), dy.data<float>(), s);
+    REQUIRE_EQUAL_VECTORS(download(dy), y_cpu);
+    add_relu_cuda(n, da.data<float>(), db.data<float>(), da.data<float>(), s);  // y = a
+    REQUIRE_EQUAL_VECTORS(download(da), y_cpu);
+    da = upload(Shape{n}, a);
+    add_relu_cuda(n, da.data<float>(), db.data<float>(), db.data<float>(), s);  // y = b
+    REQUIRE_EQUAL_VECTORS(download(db), y_cpu);
+
+    std::vector<float> sum_cpu = b;
+    add_inplace_cpu(n, a.data(), sum_cpu.data());
+    db = upload(Shape{n}, b);
+    add_inplace_cuda(n, da.data<float>(), db.data<float>(), s);
+    REQUIRE_EQUAL_VECTORS(download(db), sum_cpu);
+    std::vector<float> twice_cpu = a;
+    add_inplace_cpu(n, a.data(), twice_cpu.data());
+    add_inplace_cuda(n, da.data<float>(), da.data<float>(), s);  // x = y: doubles
+    REQUIRE_EQUAL_VECTORS(download(da), twice_cpu);
+
+    // scale has no CPU op: the reference is the same single multiply on the host.
+    for (const float alpha : {0.f, -1.f, 0.125f, 1.f / 3.f}) {
+      std::vector<float> scaled = b;
+      for (float& v : scaled) v *= alpha;
+      Tensor dx = upload(Shape{n}, b);
+      scale_cuda(n, alpha, dx.data<float>(), s);
+      REQUIRE_EQUAL_VECTORS(download(dx), scaled);
+    }
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "GPU dropout masks and outputs equal the CPU ones exactly", "[elementwise]") {
+  const cudaStream_t s = ctx.raw_stream();
+  struct Case {
+    int64_t rows, row_len, row0;
+  };
+  // Row lengths that are multiples of nothing in particular; row0 shifts the global sample index.
+  const Case cases[] = {{1, 1, 0}, {1, 1000003, 7}, {5, 37, 3}, {64, 1001, 1000}, {1000003, 1, 12345},
+                        {3, 1000003, 0}, {129, 2311, 99991}};
+  for (const Case& c : cases)
+    for (const float p : {0.f, 0.1f, 0.5f, 0.9f})
+      for (const uint64_t key : {uint64_t{1}, uint64_t{0xDEADBEEFCAFEF00Dull}}) {
+        const int64_t n = c.rows * c.row_len;
+        INFO("rows " << c.rows << " row_len " << c.row_len << " row0 " << c.row0 << " p " << p << " key " << key);
+        const auto x = random_vector(n, 500 + n);
+        std::vector<float> y_cpu(n);
+        std::vector<uint8_t> mask_cpu(n);
+        dropout_forward_cpu(c.rows, c.row_len, c.row0, key, p, x.data(), y_cpu.data(), mask_cpu.data());
+
+        Tensor dx = upload(Shape{n}, x), dy = device_zeros(Shape{n});
+        Tensor dmask = device_zeros(Shape{n}, DType::U8);
+        dropout_forward_cuda(c.rows, c.row_len, c.row0, key, p, dx.data<float>(), dy.data<float>(),
+                             dmask.data<uint8_t>(), s);
+        REQUIRE_EQUAL_VECTORS(download_u8(*this, dmask), mask_cpu);
+        REQUIRE_EQUAL_VECTORS(download(dy), y_cpu);
+
+        // In place (y = x), with a stale mask that must be fully overwritten.
+        Tensor dmask2 = upload_u8(*this, std::vector<uint8_t>(n, 7));
+        dropout_forward_cuda(c.rows, c.row_len, c.row0, key, p, dx.data<float>(), dx.data<float>(),
+                             dmask2.data<uint8_t>(), s);
+        REQUIRE_EQUAL_VECTORS(download_u8(*this, dmask2), mask_cpu);
+        REQUIRE_EQUAL_VECTORS(download(dx), y_cpu);
+
+        // Backward from the CPU mask, out of place and in place (dx = dy).
+        const auto g = random_vector(n, 600 + n);
+        std::vector<float> dx_cpu(n);
+        dropout_backward_cpu(n, p, mask_cpu.data(), g.data(), dx_cpu.data());
+        Tensor dg = upload(Shape{n}, g), dgx = device_zeros(Shape{n});
+        dropout_backward_cuda(n, p, dmask.data<uint8_t>(), dg.data<float>(), dgx.data<float>(), s);
+        REQUIRE_EQUAL_VECTORS(download(dgx), dx_cpu);
+        dropout_backward_cuda(n, p, dmask.data<uint8_t>(), dg.data<float>(), dg.data<float>(), s);
+        REQUIRE_EQUAL_VECTORS(download(dg), dx_cpu);
+      }
+}
+
+TEST_CASE_METHOD(GpuFixture, "GPU dropout: a sample's mask does not depend on how the batch is split",
+                 "[elementwise]") {
+  const cudaStream_t s = ctx.raw_stream();
+  const int64_t rows = 100, row_len = 333, split = 37, n = rows * row_len;
+  const uint64_t key = 42;
+  const float p = 0.3f;
+  const auto x = random_vector(n, 700);
+  Tensor dx = upload(Shape{n}, x), dy = device_zeros(Shape{n});
+  Tensor whole = device_zeros(Shape{n}, DType::U8), parts = device_zeros(Shape{n}, DType::U8);
+  dropout_forward_cuda(rows, row_len, 0, key, p, dx.data<float>(), dy.data<float>(), whole.data<uint8_t>(), s);
+  dropout_forward_cuda(split, row_len, 0, key, p, dx.data<float>(), dy.data<float>(), parts.data<uint8_t>(), s);
+  dropout_forward_cuda(rows - split, row_len, split, key, p, dx.data<float>() + split * row_len,
+                       dy.data<float>() + split * row_len, parts.data<uint8_t>() + split * row_len, s);
+  const auto m_whole = download_u8(*this, whole), m_parts = download_u8(*this, parts);
+  REQUIRE_EQUAL_VECTORS(m_parts, m_whole);
+  // About 1 - p of the elements are kept.
+  const auto kept = std::count(m_whole.begin(), m_whole.end(), uint8_t{1});
+  CHECK(std::abs(static_cast<double>(kept) / n - (1 - p)) < 0.02);
+}
+
+TEST_CASE_METHOD(GpuFixture, "GPU elementwise ops accept n = 0", "[elementwise]") {
+  const cudaStream_t s = ctx.raw_stream();
+  relu_forward_cuda(0, nullptr, nullptr, s);
+  relu_backward_cuda(0, nullptr, nullptr, nullptr, s);
+  add_relu_cuda(0, nullptr, nullptr, nullptr, s);
+  add_inplace_cuda(0, nullptr, nullptr, s);
+  scale_cuda(0, 2.f, nullptr, s);
+  dropout_forward_cuda(0, 10, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
+  dropout_forward_cuda(10, 0, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
+  dropout_backward_cuda(0, 0.5f, nullptr, nullptr, nullptr, s);
+  ctx.synchronize();
+  LS_CUDA_CHECK(cudaGetLastError());
+}

@@ -1,0 +1,189 @@
+// Linear on the GPU (cuBLAS) against the CPU op: forward and backward, fp32 and
+// bf16, with and without bias, fused ReLU, gradient accumulation and dx.
+//
+// Tolerances (max |gpu - cpu| / max(1, |cpu|), see LS_REQUIRE_PARITY):
+//   fp32 forward 5e-5: each output is a dot product of `in` (<= 300) products of
+//     values in [-1, 1], summed in fp32 in different orders (cuBLAS also splits
+//     and fuses multiply-adds). On these inputs the CPU op is up to 8e-6 from
+//     the exact (double) result, so GPU and CPU can differ by about twice that.
+//     TF32 (10-bit mantissa inputs) would be off by ~5e-4: ten times the tolerance.
+//   fp32 backward 1e-4: dw and db reduce over the batch (<= 128 rows), dx over
+//     `out`; the CPU is within 5e-6 of exact here.
+//   The masked dy must match exactly (same y, same mask).
+//   bf16: the CPU reference gets the same bf16-rounded inputs. y and dx are
+//     rounded to bf16 once (relative error <= 2^-9 ~ 0.002): tolerance 1e-2.
+//     dw (fp32, tensor cores, fp32 accumulation of exact bf16 products) and db
+//     (fp32) differ from the CPU only in summation order: tolerance 1e-3.
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cuda/check.h"
+#include "gpu_test_util.h"
+#include "ops/linear.h"
+#include "ops/linear_cuda.h"
+
+using namespace lockstep;
+using namespace lockstep::testing;
+
+namespace {
+
+constexpr double kForwardTol = 5e-5;
+constexpr double kBackwardTol = 1e-4;
+constexpr double kBf16OutTol = 1e-2;
+constexpr double kBf16GradTol = 1e-3;
+
+// The tensor helpers copy on the legacy default stream; the ops run on the
+// context's non-blocking stream. Wait for everything before launching.
+void settle() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+struct LinearShape {
+  int64_t B, in, out;
+};
+const LinearShape kShapes[] = {{1, 7, 5}, {3, 33, 17}, {64, 300, 10}, {128, 257, 129}};
+
+// bf16 as raw bits (round to nearest even; the inputs here are finite).
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+std::vector<uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<uint16_t> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = to_bf16(v[i]);
+  return r;
+}
+std::vector<float> bf16_values(const std::vector<uint16_t>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = from_bf16(v[i]);
+  return r;
+}
+
+Tensor upload_bf16(GpuFixture& f, const std::vector<uint16_t>& bits) {
+  Tensor t = f.device_zeros(Shape{static_cast<int64_t>(bits.size())}, DType::BF16);
+  f.ctx.synchronize();  // the allocator zero-fills on the context's stream
+  LS_CUDA_CHECK(cudaMemcpy(t.raw_data(), bits.data(), t.nbytes(), cudaMemcpyHostToDevice));
+  settle();
+  return t;
+}
+std::vector<uint16_t> download_bf16(GpuFixture& f, const Tensor& t) {
+  f.ctx.synchronize();
+  std::vector<uint16_t> bits(static_cast<size_t>(t.numel()));
+  LS_CUDA_CHECK(cudaMemcpy(bits.data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToHost));
+  return bits;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "linear fp32 forward and backward match the CPU", "[linear]") {
+  uint64_t seed = 100;
+  for (const LinearShape& sh : kShapes)
+    for (int relu = 0; relu < 2; ++relu)
+      for (int bias = 0; bias < 2; ++bias)
+        for (int accumulate = 0; accumulate < 2; ++accumulate)
+          for (int with_dx = 0; with_dx < 2; ++with_dx) {
+            if (!with_dx && (relu || !bias)) continue;  // dx null: one combination per shape
+            const auto [B, in, out] = sh;
+            CAPTURE(B, in, out, relu, bias, accumulate, with_dx);
+            const auto x = random_vector(B * in, ++seed), w = random_vector(out * in, ++seed),
+                       b = random_vector(out, ++seed), dy0 = random_vector(B * out, ++seed),
+                       dw0 = random_vector(out * in, ++seed), db0 = random_vector(out, ++seed),
+                       dx0 = random_vector(B * in, ++seed);
+
+            // CPU reference.
+            std::vector<float> y_cpu(static_cast<size_t>(B * out));
+            ops::linear_forward_cpu(B, in, out, x.data(), w.data(), bias ? b.data() : nullptr, y_cpu.data(), relu);
+            auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0, dx_cpu = dx0;
+            ops::linear_backward_cpu(B, in, out, x.data(), w.data(), y_cpu.data(), dy_cpu.data(),
+                                     with_dx ? dx_cpu.data() : nullptr, dw_cpu.data(), bias ? db_cpu.data() : nullptr,
+                                     accumulate, relu);
+
+            // GPU. Backward reads the CPU's y, so both apply the same ReLU mask.
+            Tensor dx_ = upload(Shape{B, in}, dx0), dw_ = upload(Shape{out, in}, dw0), db_ = upload(Shape{out}, db0);
+            Tensor x_ = upload(Shape{B, in}, x), w_ = upload(Shape{out, in}, w), b_ = upload(Shape{out}, b);
+            Tensor y_ = device_zeros(Shape{B, out}), yref_ = upload(Shape{B, out}, y_cpu),
+                   dy_ = upload(Shape{B, out}, dy0);
+            settle();
+            ops::linear_forward_cuda(ctx, B, in, out, x_.data<float>(), w_.data<float>(),
+                                     bias ? b_.data<float>() : nullptr, y_.data<float>(), relu);
+            ops::linear_backward_cuda(ctx, B, in, out, x_.data<float>(), w_.data<float>(), yref_.data<float>(),
+                                      dy_.data<float>(), with_dx ? dx_.data<float>() : nullptr, dw_.data<float>(),
+                                      bias ? db_.data<float>() : nullptr, accumulate, relu);
+            LS_REQUIRE_PARITY(download(y_), y_cpu, kForwardTol);
+            LS_REQUIRE_PARITY(download(dy_), dy_cpu, 0.0);
+            LS_REQUIRE_PARITY(download(dw_), dw_cpu, kBackwardTol);
+            LS_REQUIRE_PARITY(download(db_), db_cpu, kBackwardTol);  // untouched when bias is null
+            LS_REQUIRE_PARITY(download(dx_), dx_cpu, kBackwardTol);  // untouched when dx is null
+          }
+}
+
+TEST_CASE_METHOD(GpuFixture, "linear fp32 backward with an empty batch zeroes or keeps the gradients", "[linear]") {
+  const int64_t in = 5, out = 3;
+  const auto w = random_vector(out * in, 1), dw0 = random_vector(out * in, 2), db0 = random_vector(out, 3);
+  for (int accumulate = 0; accumulate < 2; ++accumulate) {
+    Tensor w_ = upload(Shape{out, in}, w), dw_ = upload(Shape{out, in}, dw0), db_ = upload(Shape{out}, db0);
+    settle();
+    ops::linear_backward_cuda(ctx, 0, in, out, nullptr, w_.data<float>(), nullptr, nullptr, nullptr,
+                              dw_.data<float>(), db_.data<float>(), accumulate, false);
+    CHECK(download(dw_) == (accumulate ? dw0 : std::vector<float>(dw0.size(), 0.f)));
+    CHECK(download(db_) == (accumulate ? db0 : std::vector<float>(db0.size(), 0.f)));
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "linear bf16 forward and backward match the CPU on bf16-rounded inputs", "[linear]") {
+  uint64_t seed = 900;
+  for (const LinearShape& sh : kShapes)
+    for (int relu = 0; relu < 2; ++relu)
+      for (int bias = 0; bias < 2; ++bias)
+        for (int accumulate = 0; accumulate < 2; ++accumulate) {
+          const bool with_dx = !(relu && bias && accumulate);  // one combination without dx
+          const auto [B, in, out] = sh;
+          CAPTURE(B, in, out, relu, bias, accumulate, with_dx);
+          const auto x16 = bf16_bits(random_vector(B * in, ++seed)), w16 = bf16_bits(random_vector(out * in, ++seed));
+          const auto dy16 = bf16_bits(random_vector(B * out, ++seed));
+          const auto b = random_vector(out, ++seed), dw0 = random_vector(out * in, ++seed),
+                     db0 = random_vector(out, ++seed);
+          const auto x = bf16_values(x16), w = bf16_values(w16), dy0 = bf16_values(dy16);
+
+          // Forward: CPU in fp32 on the rounded inputs; GPU rounds y to bf16 once.
+          std::vector<float> y_cpu(static_cast<size_t>(B * out));
+          ops::linear_forward_cpu(B, in, out, x.data(), w.data(), bias ? b.data() : nullptr, y_cpu.data(), relu);
+          Tensor x_ = upload_bf16(*this, x16), w_ = upload_bf16(*this, w16), b_ = upload(Shape{out}, b);
+          Tensor y_ = device_zeros(Shape{B * out}, DType::BF16);
+          settle();
+          ops::linear_forward_bf16_cuda(ctx, B, in, out, x_.raw_data(), w_.raw_data(),
+                                        bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
+          LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, y_)), y_cpu, kBf16OutTol);
+
+          // Backward: both sides see the same bf16 y (the CPU's, rounded) and dy.
+          const auto yref16 = bf16_bits(y_cpu);
+          const auto yref = bf16_values(yref16);
+          auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0;
+          std::vector<float> dx_cpu(static_cast<size_t>(B * in), 0.f);
+          ops::linear_backward_cpu(B, in, out, x.data(), w.data(), yref.data(), dy_cpu.data(),
+                                   with_dx ? dx_cpu.data() : nullptr, dw_cpu.data(), bias ? db_cpu.data() : nullptr,
+                                   accumulate, relu);
+          Tensor yref_ = upload_bf16(*this, yref16), dy_ = upload_bf16(*this, dy16);
+          Tensor dx_ = device_zeros(Shape{B * in}, DType::BF16);
+          Tensor dw_ = upload(Shape{out, in}, dw0), db_ = upload(Shape{out}, db0);
+          settle();
+          ops::linear_backward_bf16_cuda(ctx, B, in, out, x_.raw_data(), w_.raw_data(), yref_.raw_data(),
+                                         dy_.raw_data(), with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(),
+                                         bias ? db_.data<float>() : nullptr, accumulate, relu);
+          // The mask only zeroes bf16 values: exact.
+          LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, dy_)), dy_cpu, 0.0);
+          LS_REQUIRE_PARITY(download(dw_), dw_cpu, kBf16GradTol);
+          LS_REQUIRE_PARITY(download(db_), db_cpu, kBf16GradTol);
+          LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, dx_)), dx_cpu, kBf16OutTol);
+        }
+}
