@@ -23,6 +23,9 @@
 
 #include "build_id.h"
 #include "core/error.h"
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "cuda/device.h"
+#endif
 #include "data/cifar10.h"
 #include "data/mnist.h"
 #include "job_control.h"
@@ -494,11 +497,26 @@ void check_writable(const char* flag, const std::filesystem::path& dir) {
                  std::strerror(errno));
 }
 
+// --device cuda: the build must have the CUDA parts and the machine a GPU;
+// then the trainer itself still runs on the CPU only (the GPU ops, the caching
+// allocator and NCCL are in liblockstep, the training loop is not yet on them).
+void check_cuda_device_usable() {
+#ifdef LOCKSTEP_HAVE_CUDA
+  const int n = cuda::device_count();
+  LS_CHECK_INPUT(n > 0, "--device cuda: {}", cuda::unavailable_reason());
+  LS_INPUT_ERROR("--device cuda: {} GPU{} found, but the trainer's training loop does not run on the GPU yet "
+                 "(GPU ops and NCCL are in liblockstep; see docs/gpu.md)", n, n == 1 ? "" : "s");
+#else
+  LS_INPUT_ERROR("--device cuda: this build has no CUDA support (configured with LOCKSTEP_CUDA=OFF or without "
+                 "nvcc/cuDNN/NCCL)");
+#endif
+}
+
 void validate_paths(const TrainConfig& c, bool rank0) {
   namespace fs = std::filesystem;
   if (c.dataset != "synthetic")
     LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
-  LS_CHECK_INPUT(c.device != "cuda", "--device cuda: this build has no CUDA device support yet (the GPU path is not implemented)");
+  if (c.device == "cuda") check_cuda_device_usable();
   if (!c.timeline.empty()) {  // every rank writes its own trace
     const fs::path p(c.timeline);
     const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
