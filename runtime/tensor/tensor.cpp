@@ -20,6 +20,10 @@ void copy_across_devices(void* dst, const void* src, size_t nbytes, Device to, D
 #ifdef LOCKSTEP_HAVE_CUDA
   LS_CUDA_CHECK(cudaDeviceSynchronize());
   LS_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDefault));
+  // A pageable host->device cudaMemcpy may return before the DMA has landed,
+  // and work on the non-blocking compute stream is not ordered after the
+  // legacy stream: wait, so the copy is complete when this returns.
+  LS_CUDA_CHECK(cudaDeviceSynchronize());
 #else
   LS_THROW("copy from {} to {}: this build has no CUDA support", from.str(), to.str());
 #endif
@@ -97,6 +101,7 @@ void Tensor::zero() {
 #ifdef LOCKSTEP_HAVE_CUDA
   LS_CUDA_CHECK(cudaDeviceSynchronize());
   LS_CUDA_CHECK(cudaMemset(raw_data(), 0, nbytes()));
+  LS_CUDA_CHECK(cudaDeviceSynchronize());  // cudaMemset is asynchronous for device memory
 #endif
 }
 

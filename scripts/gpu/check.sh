@@ -18,6 +18,13 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 B="$(cd "${2:-$ROOT/.gpu-bundle}" 2>/dev/null && pwd)" || { echo "check.sh: no bundle at ${2:-$ROOT/.gpu-bundle} (run scripts/gpu/pack.sh on a development machine and carry it)" >&2; exit 2; }
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
+# pack.sh leaves bundle.tar.xz: unpack it next to a scratch copy (the carried
+# folder may be read-only).
+if [[ -f "$B/bundle.tar.xz" ]]; then
+  U="$(mktemp -d /tmp/lockstep-bundle.XXXXXX)"
+  tar -C "$U" -xJf "$B/bundle.tar.xz" || { echo "check.sh: cannot unpack $B/bundle.tar.xz" >&2; exit 2; }
+  B="$U"
+fi
 : > "$SUMMARY"
 
 # CUDA libraries: the first directory holding each soname wins.
@@ -25,7 +32,7 @@ cuda_dirs=()
 for so in libcudnn.so.9 libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
   d=""
   for base in /usr/local/cuda/lib64 $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
-    f="$(find "$base" -name "$so" 2>/dev/null | head -1)"
+    f="$(find "$base/" -name "$so" 2>/dev/null | head -1)"
     if [[ -n "$f" ]]; then d="$(dirname "$f")"; break; fi
   done
   if [[ -z "$d" ]]; then echo "check.sh: $so not found (PyTorch's nvidia packages or /usr/local/cuda)" | tee -a "$SUMMARY" >&2; exit 2; fi
