@@ -23,11 +23,9 @@
 
 #include "build_id.h"
 #include "core/error.h"
-#ifdef LOCKSTEP_HAVE_CUDA
-#include "cuda/device.h"
-#endif
 #include "data/cifar10.h"
 #include "data/mnist.h"
+#include "device_check.h"
 #include "job_control.h"
 #include "registry.h"
 
@@ -495,21 +493,6 @@ namespace {
 void check_writable(const char* flag, const std::filesystem::path& dir) {
   LS_CHECK_INPUT(access(dir.c_str(), W_OK | X_OK) == 0, "--{}: cannot write to directory {} ({})", flag, dir.string(),
                  std::strerror(errno));
-}
-
-// --device cuda: the build must have the CUDA parts and the machine a GPU;
-// then the trainer itself still runs on the CPU only (the GPU ops, the caching
-// allocator and NCCL are in liblockstep, the training loop is not yet on them).
-void check_cuda_device_usable() {
-#ifdef LOCKSTEP_HAVE_CUDA
-  const int n = cuda::device_count();
-  LS_CHECK_INPUT(n > 0, "--device cuda: {}", cuda::unavailable_reason());
-  LS_INPUT_ERROR("--device cuda: {} GPU{} found, but the trainer's training loop does not run on the GPU yet "
-                 "(GPU ops and NCCL are in liblockstep; see docs/gpu.md)", n, n == 1 ? "" : "s");
-#else
-  LS_INPUT_ERROR("--device cuda: this build has no CUDA support (configured with LOCKSTEP_CUDA=OFF or without "
-                 "nvcc/cuDNN/NCCL)");
-#endif
 }
 
 void validate_paths(const TrainConfig& c, bool rank0) {

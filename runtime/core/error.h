@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/throw.h"
+
 namespace lockstep {
 
 class Error : public std::runtime_error {
@@ -30,8 +32,6 @@ class InputError : public Error {
   using Error::Error;
 };
 
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
-[[noreturn]] void throw_input_error(const char* file, int line, const std::string& message);
 
 }  // namespace lockstep
 

@@ -7,31 +7,21 @@
 #include <climits>
 #include <string>
 
+#include "core/throw.h"
 #include "cuda/check.h"
-
-namespace lockstep {
-// From core/error.h, which .cu files cannot include (nvcc rejects fmt's
-// compile-time format strings).
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
-}  // namespace lockstep
-
-#define LS_BN_REQUIRE(cond, msg)                                               \
-  do {                                                                         \
-    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, std::string(msg)); \
-  } while (0)
+#include "cuda/launch.cuh"
 
 namespace lockstep::ops {
 namespace {
 
-constexpr int kThreads = 256;  // every block; a power of two (the reduction tree)
-constexpr int kUnroll = 4;     // values in flight per thread in the reductions
-constexpr int64_t kMaxBlocks = 4096;
+using cuda::kThreads;
+using cuda::blocks_for;
 
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+constexpr int kUnroll = 4;     // values in flight per thread in the reductions
 
 void check_shape(const BatchNormShape& s, const char* op) {
-  LS_BN_REQUIRE(s.n >= 0 && s.c > 0 && s.hw >= 0, std::string(op) + " (cuda): invalid shape");
-  LS_BN_REQUIRE(s.c <= INT_MAX, std::string(op) + " (cuda): too many channels");
+  LS_REQUIRE(s.n >= 0 && s.c > 0 && s.hw >= 0, std::string(op) + " (cuda): invalid shape");
+  LS_REQUIRE(s.c <= INT_MAX, std::string(op) + " (cuda): too many channels");
 }
 
 // ---- reductions ----
@@ -159,8 +149,8 @@ struct PlaneGrid {
 PlaneGrid plane_grid(int64_t planes, int64_t len) {
   const int threads = static_cast<int>(std::clamp<int64_t>((len + 31) / 32 * 32, 32, kThreads));
   const int64_t chunks = (len + threads - 1) / threads;
-  LS_BN_REQUIRE(planes <= INT_MAX && chunks <= 65535, "batchnorm (cuda): " + std::to_string(planes) +
-                                                          " planes of " + std::to_string(len) + " is too large");
+  LS_REQUIRE(planes <= INT_MAX && chunks <= 65535, "batchnorm (cuda): " + std::to_string(planes) +
+                                                       " planes of " + std::to_string(len) + " is too large");
   return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
 }
 
@@ -275,7 +265,7 @@ __global__ void backward_coeffs_kernel(int64_t channels, bool training, const do
 }
 
 void check_channels(int64_t channels, const char* op) {
-  LS_BN_REQUIRE(channels > 0, std::string(op) + " (cuda): no channels");
+  LS_REQUIRE(channels > 0, std::string(op) + " (cuda): no channels");
 }
 
 }  // namespace
@@ -359,7 +349,7 @@ void batchnorm_backward_coeffs_cuda(int64_t channels, bool training, const doubl
                                     const double* count, const float* mean, const float* invstd, const float* gamma,
                                     float* a, float* b, float* d, cudaStream_t stream) {
   check_channels(channels, "batchnorm_backward_coeffs");
-  LS_BN_REQUIRE(!training || count != nullptr, "batchnorm_backward_coeffs (cuda): training needs the count");
+  LS_REQUIRE(!training || count != nullptr, "batchnorm_backward_coeffs (cuda): training needs the count");
   backward_coeffs_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(channels, training, sum_dy, sum_dy_xmu, count,
                                                                          mean, invstd, gamma, a, b, d);
   LS_CUDA_CHECK_LAUNCH();

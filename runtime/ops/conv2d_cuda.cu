@@ -10,27 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "core/throw.h"
 #include "cuda/check.h"
-
-namespace lockstep {
-// From core/error.h, which .cu files cannot include (nvcc rejects fmt's
-// compile-time format strings).
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
-}  // namespace lockstep
-
-#define LS_CONV_REQUIRE(cond, msg)                                             \
-  do {                                                                         \
-    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, std::string(msg)); \
-  } while (0)
+#include "cuda/launch.cuh"
 
 namespace lockstep::ops {
 namespace {
 
-constexpr int kThreads = 256;  // a power of two (the reduction tree)
-constexpr int kUnroll = 4;
-constexpr int64_t kMaxBlocks = 4096;
+using cuda::kThreads;
+using cuda::blocks_for;
 
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+constexpr int kUnroll = 4;
 
 std::string describe(int64_t n, int64_t oc, const ConvGeometry& g) {
   return "conv2d (cuda) [" + std::to_string(n) + ", " + std::to_string(g.c) + ", " + std::to_string(g.h) + ", " +
@@ -179,20 +169,20 @@ struct Conv2dCuda::Impl {
 
   // Descriptors and algorithms for batch size `batch` > 0.
   void prepare(cudnnHandle_t handle, int64_t batch) {
-    LS_CONV_REQUIRE(batch > 0, describe(batch) + ": batch size must be positive");
+    LS_REQUIRE(batch > 0, describe(batch) + ": batch size must be positive");
     if (batch == n) return;
     n = -1;  // until everything below has succeeded
-    LS_CONV_REQUIRE(fits_int(batch) && fits_int(batch * g.c * g.h * g.w) && fits_int(batch * oc * g.oh * g.ow),
-                    describe(batch) + ": tensors must hold fewer than 2^31 elements");
+    LS_REQUIRE(fits_int(batch) && fits_int(batch * g.c * g.h * g.w) && fits_int(batch * oc * g.oh * g.ow),
+               describe(batch) + ": tensors must hold fewer than 2^31 elements");
     LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(batch),
                                               static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w)));
     LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(batch),
                                               static_cast<int>(oc), static_cast<int>(g.oh), static_cast<int>(g.ow)));
     int dn = 0, dc = 0, dh = 0, dw = 0;
     LS_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &dn, &dc, &dh, &dw));
-    LS_CONV_REQUIRE(dn == batch && dc == oc && dh == g.oh && dw == g.ow,
-                    describe(batch) + ": cuDNN computes output [" + std::to_string(dn) + ", " + std::to_string(dc) +
-                        ", " + std::to_string(dh) + ", " + std::to_string(dw) + "]");
+    LS_REQUIRE(dn == batch && dc == oc && dh == g.oh && dw == g.ow,
+               describe(batch) + ": cuDNN computes output [" + std::to_string(dn) + ", " + std::to_string(dc) +
+                   ", " + std::to_string(dh) + ", " + std::to_string(dw) + "]");
 
     Algorithms chosen;
     bool all_deterministic = true;
@@ -209,7 +199,7 @@ struct Conv2dCuda::Impl {
             return cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, bytes);
           },
           p, chosen.forward_bytes);
-      LS_CONV_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable forward algorithm");
+      LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable forward algorithm");
       fwd_algo = p.algo;
       chosen.forward = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
@@ -227,7 +217,7 @@ struct Conv2dCuda::Impl {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, a, bytes);
           },
           p, chosen.backward_data_bytes);
-      LS_CONV_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-data algorithm");
+      LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-data algorithm");
       data_algo = p.algo;
       chosen.backward_data = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
@@ -245,7 +235,7 @@ struct Conv2dCuda::Impl {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, a, bytes);
           },
           p, chosen.backward_filter_bytes);
-      LS_CONV_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-filter algorithm");
+      LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-filter algorithm");
       filter_algo = p.algo;
       chosen.backward_filter = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
@@ -258,14 +248,14 @@ struct Conv2dCuda::Impl {
 
 Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, size_t workspace_limit) : impl_(std::make_unique<Impl>()) {
   const std::string what = describe(0, oc, g);
-  LS_CONV_REQUIRE(oc > 0 && g.c > 0 && g.h > 0 && g.w > 0 && g.kh > 0 && g.kw > 0 && g.stride > 0 && g.pad >= 0,
-                  what + ": invalid shape");
-  LS_CONV_REQUIRE(fits_int(oc) && fits_int(g.c) && fits_int(g.h) && fits_int(g.w) && fits_int(g.kh) && fits_int(g.kw) &&
-                      fits_int(g.stride) && fits_int(g.pad),
-                  what + ": dimensions must fit in int");
-  LS_CONV_REQUIRE(g.oh == (g.h + 2 * g.pad - g.kh) / g.stride + 1 && g.ow == (g.w + 2 * g.pad - g.kw) / g.stride + 1 &&
-                      g.oh > 0 && g.ow > 0,
-                  what + ": output size does not match the input, kernel, stride and padding");
+  LS_REQUIRE(oc > 0 && g.c > 0 && g.h > 0 && g.w > 0 && g.kh > 0 && g.kw > 0 && g.stride > 0 && g.pad >= 0,
+             what + ": invalid shape");
+  LS_REQUIRE(fits_int(oc) && fits_int(g.c) && fits_int(g.h) && fits_int(g.w) && fits_int(g.kh) && fits_int(g.kw) &&
+                 fits_int(g.stride) && fits_int(g.pad),
+             what + ": dimensions must fit in int");
+  LS_REQUIRE(g.oh == (g.h + 2 * g.pad - g.kh) / g.stride + 1 && g.ow == (g.w + 2 * g.pad - g.kw) / g.stride + 1 &&
+                 g.oh > 0 && g.ow > 0,
+             what + ": output size does not match the input, kernel, stride and padding");
   Impl& m = *impl_;
   m.oc = oc;
   m.g = g;
@@ -296,7 +286,7 @@ Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
 void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* b, float* y,
                          bool relu) {
   Impl& m = *impl_;
-  LS_CONV_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
+  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
   if (n == 0) return;
   m.prepare(ctx.cudnn(), n);
   const float one = 1.f, zero = 0.f;
@@ -308,7 +298,7 @@ void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const fl
     const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
     const int64_t chunks = (P + threads - 1) / threads;
     const int64_t planes = n * m.oc;
-    LS_CONV_REQUIRE(planes <= INT_MAX && chunks <= 65535, m.describe(n) + ": output too large for the bias kernel");
+    LS_REQUIRE(planes <= INT_MAX && chunks <= 65535, m.describe(n) + ": output too large for the bias kernel");
     const dim3 grid(static_cast<unsigned>(planes), static_cast<unsigned>(chunks));
     bias_relu_kernel<<<grid, threads, 0, ctx.raw_stream()>>>(m.oc, P, b, relu, y);
     LS_CUDA_CHECK_LAUNCH();
@@ -318,7 +308,7 @@ void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const fl
 void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy,
                           float* dx, float* dw, float* db, bool accumulate, bool relu) {
   Impl& m = *impl_;
-  LS_CONV_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
+  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
   const cudaStream_t stream = ctx.raw_stream();
   if (n == 0) {  // no samples: the parameter gradients are zero (or unchanged)
     if (!accumulate) {

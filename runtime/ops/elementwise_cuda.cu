@@ -6,19 +6,18 @@
 
 #include <algorithm>
 
+#include "core/throw.h"
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "ops/dropout_hash.h"
 
 namespace lockstep::ops {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // grid-stride loops cover the rest
-
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
-
-__device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline int64_t grid_stride() { return static_cast<int64_t>(blockDim.x) * gridDim.x; }
+using cuda::kThreads;
+using cuda::blocks_for;
+using cuda::first_index;
+using cuda::grid_stride;
 
 __global__ void relu_forward_kernel(int64_t n, const float* x, float* y) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {

@@ -28,36 +28,25 @@
 #include <climits>
 #include <string>
 
+#include "core/throw.h"
 #include "cuda/check.h"
-
-namespace lockstep {
-// From core/error.h, which .cu files cannot include (nvcc rejects fmt's
-// compile-time format strings).
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
-}  // namespace lockstep
-
-#define LS_LINEAR_REQUIRE(cond, msg)                                           \
-  do {                                                                         \
-    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, std::string(msg)); \
-  } while (0)
+#include "cuda/launch.cuh"
 
 namespace lockstep::ops {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // grid-stride loops cover the rest
-
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+using cuda::kThreads;
+using cuda::blocks_for;
 
 int to_int(int64_t v, const char* what) {
-  LS_LINEAR_REQUIRE(v >= 0 && v <= INT_MAX, std::string("linear (cuda): ") + what + " = " + std::to_string(v) +
-                                                " is outside cuBLAS's int range");
+  LS_REQUIRE(v >= 0 && v <= INT_MAX, std::string("linear (cuda): ") + what + " = " + std::to_string(v) +
+                                         " is outside cuBLAS's int range");
   return static_cast<int>(v);
 }
 
 void check_sizes(int64_t B, int64_t in, int64_t out) {
-  LS_LINEAR_REQUIRE(B >= 0 && in > 0 && out > 0, "linear (cuda): bad sizes B=" + std::to_string(B) +
-                                                     " in=" + std::to_string(in) + " out=" + std::to_string(out));
+  LS_REQUIRE(B >= 0 && in > 0 && out > 0, "linear (cuda): bad sizes B=" + std::to_string(B) +
+                                              " in=" + std::to_string(in) + " out=" + std::to_string(out));
   // Leading dimensions and products handed to cuBLAS are ints.
   to_int(B, "B");
   to_int(in, "in");
@@ -71,8 +60,8 @@ struct RowGrid {
 RowGrid row_grid(int64_t rows, int64_t cols) {
   const int threads = static_cast<int>(std::clamp<int64_t>((cols + 31) / 32 * 32, 32, kThreads));
   const int64_t chunks = (cols + threads - 1) / threads;
-  LS_LINEAR_REQUIRE(rows <= INT_MAX && chunks <= 65535,
-                    "linear (cuda): " + std::to_string(rows) + " x " + std::to_string(cols) + " is too large");
+  LS_REQUIRE(rows <= INT_MAX && chunks <= 65535,
+             "linear (cuda): " + std::to_string(rows) + " x " + std::to_string(cols) + " is too large");
   return {dim3(static_cast<unsigned>(rows), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
 }
 
@@ -134,7 +123,7 @@ void launch_relu_mask(int64_t n, const T* y, T* dy, cudaStream_t stream) {
 template <typename T>
 void launch_column_sums(int64_t rows, int64_t cols, const T* dy, float* db, bool accumulate, cudaStream_t stream) {
   const int64_t blocks = (cols + 31) / 32;
-  LS_LINEAR_REQUIRE(blocks <= INT_MAX, "linear (cuda): too many output features");
+  LS_REQUIRE(blocks <= INT_MAX, "linear (cuda): too many output features");
   column_sums_kernel<T><<<static_cast<unsigned>(blocks), 32 * kSumWarps, 0, stream>>>(rows, cols, dy, db, accumulate);
   LS_CUDA_CHECK_LAUNCH();
 }

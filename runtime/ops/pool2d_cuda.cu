@@ -11,23 +11,14 @@
 #include <climits>
 #include <string>
 
+#include "core/throw.h"
 #include "cuda/check.h"
-
-namespace lockstep {
-// From core/error.h, which .cu files cannot include (nvcc rejects fmt's
-// compile-time format strings).
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
-}  // namespace lockstep
-
-#define LS_POOL_REQUIRE(cond, msg)                                             \
-  do {                                                                         \
-    if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, std::string(msg)); \
-  } while (0)
+#include "cuda/launch.cuh"
 
 namespace lockstep::ops {
 namespace {
 
-constexpr int kThreads = 256;
+using cuda::kThreads;
 
 struct PlaneGrid {
   dim3 grid, block;
@@ -36,8 +27,8 @@ struct PlaneGrid {
 PlaneGrid plane_grid(int64_t planes, int64_t len) {
   const int threads = static_cast<int>(std::clamp<int64_t>((len + 31) / 32 * 32, 32, kThreads));
   const int64_t chunks = (len + threads - 1) / threads;
-  LS_POOL_REQUIRE(planes <= INT_MAX && chunks <= 65535,
-                  "pooling (cuda): " + std::to_string(planes) + " planes of " + std::to_string(len) + " is too large");
+  LS_REQUIRE(planes <= INT_MAX && chunks <= 65535,
+             "pooling (cuda): " + std::to_string(planes) + " planes of " + std::to_string(len) + " is too large");
   return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
 }
 
@@ -48,14 +39,14 @@ struct Geometry {
 
 Geometry check_shape(const Pool2dShape& s, const char* op) {
   const std::string name = std::string(op) + " (cuda): ";
-  LS_POOL_REQUIRE(s.planes >= 0 && s.h > 0 && s.w > 0 && s.k > 0 && s.stride > 0 && s.pad >= 0 && s.oh >= 0 &&
-                      s.ow >= 0,
-                  name + "invalid shape");
-  LS_POOL_REQUIRE(s.h * s.w <= INT_MAX && s.oh * s.ow <= INT_MAX && s.k <= INT_MAX && s.stride <= INT_MAX,
-                  name + "a plane must hold fewer than 2^31 elements");
+  LS_REQUIRE(s.planes >= 0 && s.h > 0 && s.w > 0 && s.k > 0 && s.stride > 0 && s.pad >= 0 && s.oh >= 0 &&
+                 s.ow >= 0,
+             name + "invalid shape");
+  LS_REQUIRE(s.h * s.w <= INT_MAX && s.oh * s.ow <= INT_MAX && s.k <= INT_MAX && s.stride <= INT_MAX,
+             name + "a plane must hold fewer than 2^31 elements");
   // The output size the CPU layer computes (floor mode).
-  LS_POOL_REQUIRE(s.oh == (s.h + 2 * s.pad - s.k) / s.stride + 1 && s.ow == (s.w + 2 * s.pad - s.k) / s.stride + 1,
-                  name + "output size does not match the input, kernel, stride and padding");
+  LS_REQUIRE(s.oh == (s.h + 2 * s.pad - s.k) / s.stride + 1 && s.ow == (s.w + 2 * s.pad - s.k) / s.stride + 1,
+             name + "output size does not match the input, kernel, stride and padding");
   return {static_cast<int>(s.h),   static_cast<int>(s.w),  static_cast<int>(s.k), static_cast<int>(s.stride),
           static_cast<int>(s.pad), static_cast<int>(s.oh), static_cast<int>(s.ow)};
 }
@@ -187,7 +178,7 @@ __global__ void global_avgpool_backward_kernel(int64_t hw, float inv, const floa
 
 void maxpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, int32_t* argmax, cudaStream_t stream) {
   const Geometry g = check_shape(s, "maxpool2d_forward");
-  LS_POOL_REQUIRE(2 * s.pad <= s.k, "maxpool2d_forward (cuda): padding larger than half the kernel");
+  LS_REQUIRE(2 * s.pad <= s.k, "maxpool2d_forward (cuda): padding larger than half the kernel");
   if (s.planes == 0 || s.oh * s.ow == 0) return;
   const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
   maxpool_forward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, x, y, argmax);
@@ -205,7 +196,7 @@ void maxpool2d_backward_cuda(const Pool2dShape& s, const float* dy, const int32_
 
 void avgpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, cudaStream_t stream) {
   const Geometry g = check_shape(s, "avgpool2d_forward");
-  LS_POOL_REQUIRE(s.pad == 0, "avgpool2d_forward (cuda): average pooling has no padding");
+  LS_REQUIRE(s.pad == 0, "avgpool2d_forward (cuda): average pooling has no padding");
   if (s.planes == 0 || s.oh * s.ow == 0) return;
   const float inv = 1.f / static_cast<float>(s.k * s.k);
   const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
@@ -215,7 +206,7 @@ void avgpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, cuda
 
 void avgpool2d_backward_cuda(const Pool2dShape& s, const float* dy, float* dx, cudaStream_t stream) {
   const Geometry g = check_shape(s, "avgpool2d_backward");
-  LS_POOL_REQUIRE(s.pad == 0, "avgpool2d_backward (cuda): average pooling has no padding");
+  LS_REQUIRE(s.pad == 0, "avgpool2d_backward (cuda): average pooling has no padding");
   if (s.planes == 0) return;
   const float inv = 1.f / static_cast<float>(s.k * s.k);
   const PlaneGrid pg = plane_grid(s.planes, s.h * s.w);
@@ -224,17 +215,17 @@ void avgpool2d_backward_cuda(const Pool2dShape& s, const float* dy, float* dx, c
 }
 
 void global_avgpool_forward_cuda(int64_t planes, int64_t hw, const float* x, float* y, cudaStream_t stream) {
-  LS_POOL_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_forward (cuda): invalid shape");
+  LS_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_forward (cuda): invalid shape");
   if (planes == 0) return;
   const int64_t blocks = (planes + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  LS_POOL_REQUIRE(blocks <= INT_MAX, "global_avgpool_forward (cuda): too many planes");
+  LS_REQUIRE(blocks <= INT_MAX, "global_avgpool_forward (cuda): too many planes");
   const double inv = 1.0 / static_cast<double>(hw);
   global_avgpool_forward_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(planes, hw, inv, x, y);
   LS_CUDA_CHECK_LAUNCH();
 }
 
 void global_avgpool_backward_cuda(int64_t planes, int64_t hw, const float* dy, float* dx, cudaStream_t stream) {
-  LS_POOL_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_backward (cuda): invalid shape");
+  LS_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_backward (cuda): invalid shape");
   if (planes == 0) return;
   const float inv = 1.f / static_cast<float>(hw);
   const PlaneGrid pg = plane_grid(planes, hw);

@@ -10,18 +10,15 @@
 #include <algorithm>
 #include <string>
 
+#include "core/throw.h"
 #include "cuda/check.h"
-
-namespace lockstep {
-// From core/error.h, which this file cannot include: nvcc (13.0) rejects the
-// constexpr/consteval parts of the fmt headers it pulls in. Throws lockstep::Error.
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
-}  // namespace lockstep
+#include "cuda/launch.cuh"
 
 namespace lockstep::ops {
 namespace {
 
-constexpr int kThreads = 256;  // a power of two: the tree reductions halve it
+using cuda::kThreads;
+
 constexpr int64_t kMaxRowBlocks = 65535;
 
 int row_blocks(int64_t b) { return static_cast<int>(std::min<int64_t>(b, kMaxRowBlocks)); }

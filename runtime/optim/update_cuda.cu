@@ -6,22 +6,17 @@
 #include <algorithm>
 #include <string>
 
+#include "core/throw.h"
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 
 namespace lockstep {
-// From core/error.h, which this file cannot include: nvcc (13.0) rejects the
-// constexpr/consteval parts of the fmt headers it pulls in. Throws lockstep::Error.
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
-
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // grid-stride loops cover the rest
-
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
-
-__device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline int64_t grid_stride() { return static_cast<int64_t>(blockDim.x) * gridDim.x; }
+using cuda::kThreads;
+using cuda::blocks_for;
+using cuda::first_index;
+using cuda::grid_stride;
 
 __global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr, float scale, float wd) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] -= lr * (scale * g[i] + wd * p[i]);

@@ -1,0 +1,22 @@
+// Launch geometry shared by the GPU kernels (.cu files only): the block size,
+// the grid cap for grid-stride loops, and the loop's index helpers.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace lockstep::cuda {
+
+constexpr int kThreads = 256;          // threads per block; a power of two (tree reductions halve it)
+constexpr int64_t kMaxBlocks = 4096;   // grid cap: grid-stride loops cover the rest
+static_assert((kThreads & (kThreads - 1)) == 0, "kThreads must be a power of two");
+
+// Blocks for n elements, one per thread, capped at kMaxBlocks.
+inline int blocks_for(int64_t n) {
+  return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
+}
+
+__device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline int64_t grid_stride() { return static_cast<int64_t>(blockDim.x) * gridDim.x; }
+
+}  // namespace lockstep::cuda
