@@ -101,9 +101,16 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
 std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
                             int keep) {
   std::vector<SafetensorsEntry> entries;
-  for (const Parameter* p : model.state())
-    entries.push_back({"model." + p->name, DType::F32, p->shape, p->value.raw_data()});
-  for (auto& [name, t] : opt.state()) entries.push_back({"optimizer." + name, DType::F32, t->shape(), t->raw_data()});
+  std::vector<Tensor> host;  // host copies of GPU tensors, alive until written
+  host.reserve(model.state().size() + opt.state().size());
+  for (const Parameter* p : model.state()) {
+    host.push_back(on_host(p->value));
+    entries.push_back({"model." + p->name, DType::F32, p->shape, host.back().raw_data()});
+  }
+  for (auto& [name, t] : opt.state()) {
+    host.push_back(on_host(*t));
+    entries.push_back({"optimizer." + name, DType::F32, t->shape(), host.back().raw_data()});
+  }
   const TrainingProgress& pr = info.progress;
   std::map<std::string, std::string> meta = {
       {"format", kFormat},
@@ -159,11 +166,11 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, M
       // Everything checked: now copy into the model and optimizer.
       for (Parameter* p : model.state()) {
         const auto& e = f.entry("model." + p->name);
-        std::memcpy(p->value.raw_data(), e.data, e.nbytes());
+        copy_from_host(p->value, e.data);
       }
       for (auto& [name, t] : opt.state()) {
         const auto& e = f.entry("optimizer." + name);
-        std::memcpy(t->raw_data(), e.data, e.nbytes());
+        copy_from_host(*t, e.data);
       }
       opt.set_steps(opt_steps);
       for (const std::string& w : skipped) warn(w);

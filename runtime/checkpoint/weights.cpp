@@ -10,7 +10,12 @@ namespace lockstep {
 
 void save_weights(const std::string& path, const Model& model, std::map<std::string, std::string> metadata) {
   std::vector<SafetensorsEntry> entries;
-  for (const Parameter* p : model.state()) entries.push_back({p->name, DType::F32, p->shape, p->value.raw_data()});
+  std::vector<Tensor> host;  // host copies of GPU tensors, alive until written
+  host.reserve(model.state().size());
+  for (const Parameter* p : model.state()) {
+    host.push_back(on_host(p->value));
+    entries.push_back({p->name, DType::F32, p->shape, host.back().raw_data()});
+  }
   metadata["format"] = "pt";
   metadata["lockstep_model"] = model.name();
   add_checksums(entries, metadata);
@@ -34,7 +39,7 @@ void load_weights(const std::string& path, Model& model) {
                    "{}: tensor '{}' is not a parameter of model {}", path, name, model.name());
   for (Parameter* p : model.state()) {
     const auto& e = f.entry(p->name);
-    std::memcpy(p->value.raw_data(), e.data, e.nbytes());
+    copy_from_host(p->value, e.data);
   }
 }
 

@@ -288,12 +288,16 @@ void NcclCommunicator::record_done(const cuda::Event& e) const {
   e.record(stream_);
 }
 
-void NcclCommunicator::wait(double timeout_seconds) {
+void NcclCommunicator::wait(double timeout_seconds) { wait_for(nullptr, timeout_seconds); }
+
+void NcclCommunicator::wait(const cuda::Event& e, double timeout_seconds) { wait_for(e.get(), timeout_seconds); }
+
+void NcclCommunicator::wait_for(cudaEvent_t event, double timeout_seconds) {
   check_usable("wait");
   const auto t0 = Clock::now();
   Poller poll(std::chrono::microseconds(1000));
   for (;;) {
-    const cudaError_t e = cudaStreamQuery(stream_.get());
+    const cudaError_t e = event ? cudaEventQuery(event) : cudaStreamQuery(stream_.get());
     if (e != cudaSuccess) (void)cudaGetLastError();  // "not ready" is no error: keep it out of the error state
     if (e != cudaSuccess && e != cudaErrorNotReady) {
       fail_and_abort(fmt::format("NCCL {} failed: CUDA error {} ({}: {}) on the communication stream; communicator "
@@ -312,7 +316,7 @@ void NcclCommunicator::wait(double timeout_seconds) {
                      __FILE__, __LINE__);
     }
     if (e == cudaSuccess) {
-      queued_since_wait_ = 0;
+      if (!event) queued_since_wait_ = 0;
       return;
     }
     if (timeout_seconds > 0 && seconds_since(t0) > timeout_seconds) {

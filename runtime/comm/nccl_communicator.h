@@ -76,6 +76,10 @@ class NcclCommunicator {
   // NCCL error, a CUDA error or after `timeout_seconds` (<= 0: no limit) the
   // communicator is aborted and lockstep::Error says why.
   void wait(double timeout_seconds);
+  // The same, but only until `e` (recorded on the communication stream by
+  // record_done) has happened: lets the host wait for an earlier step's
+  // collectives while this step's are still queued.
+  void wait(const cuda::Event& e, double timeout_seconds);
 
   // ncclCommAbort: pending and future collectives fail instead of waiting for
   // peers. Idempotent; never throws. Every later call throws.
@@ -86,6 +90,8 @@ class NcclCommunicator {
   // Polls ncclCommGetAsyncError until the state leaves ncclInProgress (the
   // call is enqueued); aborts and throws on an error or after the timeout.
   void wait_enqueued(const char* what);
+  // wait()'s loop; `event` null: the whole communication stream.
+  void wait_for(cudaEvent_t event, double timeout_seconds);
   void check_usable(const char* what) const;
   [[noreturn]] void fail_and_abort(const std::string& message, const char* file, int line);
 

@@ -8,7 +8,7 @@
 
 namespace lockstep {
 
-PrefetchLoader::PrefetchLoader(const Dataset& data, int64_t max_batch, int depth)
+PrefetchLoader::PrefetchLoader(const Dataset& data, int64_t max_batch, int depth, std::shared_ptr<Allocator> host)
     : data_(data), max_batch_(max_batch), depth_(depth) {
   LS_CHECK(depth >= 2, "prefetch depth {} must be at least 2", depth);
   LS_CHECK(max_batch > 0, "batch size {} must be positive", max_batch);
@@ -16,7 +16,8 @@ PrefetchLoader::PrefetchLoader(const Dataset& data, int64_t max_batch, int depth
   const Shape sample = data.sample_shape();  // named: a range-for over a temporary's dims() would dangle
   for (int64_t e : sample.dims()) d.push_back(e);
   for (int i = 0; i < depth; ++i)
-    slots_.push_back({Tensor::zeros(Shape(std::span<const int64_t>(d))), Tensor::zeros(Shape{max_batch}, DType::I32), 0});
+    slots_.push_back({Tensor::zeros(Shape(std::span<const int64_t>(d)), DType::F32, host),
+                      Tensor::zeros(Shape{max_batch}, DType::I32, host), 0});
   thread_ = std::thread([this] { run(); });
 }
 

@@ -34,7 +34,10 @@ class PrefetchLoader {
   using Plan = std::function<void(int64_t k, std::vector<int64_t>& indices)>;
   using Transform = std::function<void(int64_t k, std::span<const int64_t> indices, float* images)>;
 
-  PrefetchLoader(const Dataset& data, int64_t max_batch, int depth = 3);
+  // `host`: where the batch slots live (page-locked memory from the GPU path,
+  // so host -> device copies of a batch are asynchronous DMA).
+  PrefetchLoader(const Dataset& data, int64_t max_batch, int depth = 3,
+                 std::shared_ptr<Allocator> host = cpu_allocator());
   ~PrefetchLoader();
   PrefetchLoader(const PrefetchLoader&) = delete;
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;

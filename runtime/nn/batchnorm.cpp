@@ -3,7 +3,14 @@
 
 #include <cmath>
 
+#include "nn/device_util.h"
 #include "ops/batchnorm.h"
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "cuda/check.h"
+#include "ops/batchnorm_cuda.h"
+#endif
 
 namespace lockstep {
 
@@ -36,8 +43,9 @@ void BatchNorm2d::init(Rng&) {
 }
 
 void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
-  LS_CHECK(x.device().is_cpu(), "BatchNorm2d: tensors on {} are not supported by this build", x.device().str());
   LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
+  if (x.device().is_cuda()) return forward_cuda(x, y, ctx);
+  LS_CHECK(x.device().is_cpu(), "BatchNorm2d: tensors on {} are not supported by this build", x.device().str());
   const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
   const auto C = static_cast<size_t>(c_);
   mean_.resize(C);
@@ -87,6 +95,7 @@ void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx)
 }
 
 void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+  if (x.device().is_cuda()) return backward_cuda(x, y, dy, dx, ctx);
   const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
   const auto C = static_cast<size_t>(c_);
   sums_.assign(2 * C, 0.0);
@@ -126,5 +135,98 @@ void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, T
   ops::batchnorm_backward_apply_cpu(s, x.data<float>(), dy.data<float>(), a_.data(), b_coef_.data(), d_.data(),
                                     dx->data<float>());
 }
+
+#ifdef LOCKSTEP_HAVE_CUDA
+namespace {
+
+// Sums `n` doubles of device memory over the ranks through the host (sync
+// batch norm on a GPU): copy down, StatsReducer, copy back, on the stream.
+void sum_through_host(StatsReducer& sync, double* dev, int64_t n, std::vector<double>& host, cudaStream_t stream) {
+  host.resize(static_cast<size_t>(n));
+  LS_CUDA_CHECK(cudaMemcpyAsync(host.data(), dev, static_cast<size_t>(n) * sizeof(double), cudaMemcpyDeviceToHost,
+                                stream));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  sync.sum(host.data(), n);
+  LS_CUDA_CHECK(cudaMemcpyAsync(dev, host.data(), static_cast<size_t>(n) * sizeof(double), cudaMemcpyHostToDevice,
+                                stream));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream));  // `host` is reused by the next reduction
+}
+
+}  // namespace
+
+void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+  cuda::Context& gpu = gpu_context(ctx.gpu, "BatchNorm2d");
+  const cudaStream_t st = gpu.raw_stream();
+  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const int64_t C = c_;
+  ensure_scratch(dev_f_, 7 * C, DType::F32, x.device(), ctx.gpu, "BatchNorm2d");
+  ensure_scratch(dev_d_, 4 * C + 1, DType::F64, x.device(), ctx.gpu, "BatchNorm2d");
+  float* mean = dev_f_.data<float>();
+  float *invstd = mean + C, *scale = mean + 2 * C, *shift = mean + 3 * C;
+  double* sum = dev_d_.data<double>();
+  double *count = sum + C, *m2 = sum + C + 1;
+  const float* gamma = w_->value.data<float>();
+  const float* beta = b_->value.data<float>();
+  float* rm = running_mean_->value.data<float>();
+  float* rv = running_var_->value.data<float>();
+  training_ = ctx.training;
+  synced_ = false;
+  if (ctx.training) {
+    ops::batchnorm_sum_cuda(gpu, s, x.data<float>(), sum);
+    ops::batchnorm_count_cuda(s, count, st);
+    count_ = static_cast<double>(s.n * s.hw);
+    if (ctx.sync) {  // sums and counts of every rank (adjacent: one reduction)
+      sum_through_host(*ctx.sync, sum, C + 1, host_sync_, st);
+      count_ = host_sync_[static_cast<size_t>(C)];
+      synced_ = true;
+    }
+    LS_CHECK(count_ > 1, "{}: batch statistics need more than one value per channel (input {})", describe(),
+             x.shape().str());
+    ops::batchnorm_mean_cuda(C, sum, count, mean, st);
+    ops::batchnorm_centered_sumsq_cuda(gpu, s, x.data<float>(), mean, m2);
+    if (synced_) sum_through_host(*ctx.sync, m2, C, host_sync_, st);
+    ops::batchnorm_finalize_stats_cuda(C, m2, count, mean, gamma, beta, eps_, momentum_, invstd, scale, shift, rm, rv,
+                                       st);
+  } else {
+    ops::batchnorm_eval_stats_cuda(C, rm, rv, gamma, beta, eps_, mean, invstd, scale, shift, st);
+  }
+  ops::batchnorm_apply_cuda(s, x.data<float>(), scale, shift, y.data<float>(), relu_, st);
+}
+
+void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                                const BackwardContext& ctx) {
+  cuda::Context& gpu = gpu_context(ctx.gpu, "BatchNorm2d");
+  const cudaStream_t st = gpu.raw_stream();
+  LS_CHECK(dev_f_.defined() && dev_f_.device() == x.device(), "{}: backward without a forward on the GPU",
+           describe());
+  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const int64_t C = c_;
+  float* mean = dev_f_.data<float>();
+  float *invstd = mean + C, *a = mean + 4 * C, *b = mean + 5 * C, *d = mean + 6 * C;
+  double* count = dev_d_.data<double>() + C;
+  double *sum_dy = count + 1 + C, *sum_dy_xmu = sum_dy + C;
+  // dy is the caller's scratch gradient buffer: the fused ReLU masks it in place.
+  ops::batchnorm_backward_reduce_cuda(gpu, s, x.data<float>(), y.data<float>(), const_cast<float*>(dy.data<float>()),
+                                      relu_, mean, sum_dy, sum_dy_xmu);
+  // Parameter gradients from this rank's samples (the gradient average adds the rest).
+  ops::batchnorm_param_grads_cuda(C, sum_dy, sum_dy_xmu, invstd, w_->grad.data<float>(), b_->grad.data<float>(),
+                                  ctx.accumulate, st);
+  if (!dx) return;
+  if (synced_) {
+    LS_CHECK(ctx.sync != nullptr, "{}: forward synced its statistics, backward has no reducer", describe());
+    sum_through_host(*ctx.sync, sum_dy, 2 * C, host_sync_, st);
+  }
+  ops::batchnorm_backward_coeffs_cuda(C, training_, sum_dy, sum_dy_xmu, training_ ? count : nullptr, mean, invstd,
+                                      w_->value.data<float>(), a, b, d, st);
+  ops::batchnorm_backward_apply_cuda(s, x.data<float>(), dy.data<float>(), a, b, d, dx->data<float>(), st);
+}
+#else
+void BatchNorm2d::forward_cuda(const Tensor& x, Tensor&, const ForwardContext&) {
+  LS_THROW("BatchNorm2d: tensors on {} need a build with CUDA support", x.device().str());
+}
+void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor&, const Tensor&, Tensor*, const BackwardContext&) {
+  LS_THROW("BatchNorm2d: tensors on {} need a build with CUDA support", x.device().str());
+}
+#endif
 
 }  // namespace lockstep

@@ -5,7 +5,8 @@
 // statistics move towards them (momentum 0.1; running_var unbiased), as in
 // PyTorch. Evaluation: the running statistics. weight and bias are declared
 // without weight decay (--no-decay-bn-bias skips them). A following ReLU can be
-// fused (applied in the output pass, its mask in backward).
+// fused (applied in the output pass, its mask in backward). On a GPU the same
+// steps run as the kernels of ops/batchnorm_cuda.h.
 #pragma once
 
 #include <vector>
@@ -31,6 +32,12 @@ class BatchNorm2d final : public Module {
   bool backward_reads_output() const override { return relu_; }
 
  private:
+  // GPU twins of forward/backward: every statistic stays in device memory
+  // (dev_f_, dev_d_); only --sync-batchnorm copies its sums to the host for the
+  // reduction (one small copy each way per reduction).
+  void forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx);
+  void backward_cuda(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx);
+
   int64_t c_;
   float eps_, momentum_;
   bool relu_ = false;
@@ -45,6 +52,9 @@ class BatchNorm2d final : public Module {
   std::vector<float> scale_, shift_;        // [C] y = x * scale + shift
   std::vector<double> sums_;                // [2C + 1] reduction scratch
   std::vector<float> a_, b_coef_, d_;       // [C] backward coefficients
+  Tensor dev_f_;  // GPU, F32 [7C]: mean, invstd, scale, shift, a, b, d
+  Tensor dev_d_;  // GPU, F64 [4C + 1]: sum, count, m2, sum_dy, sum_dy_xmu (sum and count adjacent)
+  std::vector<double> host_sync_;  // GPU with --sync-batchnorm: the sums on their way through the host
 };
 
 }  // namespace lockstep

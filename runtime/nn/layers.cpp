@@ -1,15 +1,23 @@
 // Layer implementations: shape logic, parameter declaration, initialisation
 // (PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and
-// biases), and dispatch to the CPU kernels in ops/.
+// biases), and dispatch to the kernels in ops/: the CPU ones, or for tensors
+// on a GPU the CUDA twins, queued on the context's stream.
 #include "nn/layers.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/hash.h"
+#include "nn/device_util.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
 #include "ops/pool2d.h"
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "ops/conv2d_cuda.h"
+#include "ops/elementwise_cuda.h"
+#include "ops/linear_cuda.h"
+#include "ops/pool2d_cuda.h"
+#endif
 
 namespace lockstep {
 namespace {
@@ -47,7 +55,14 @@ void Linear::init(Rng& rng) {
   if (b_) uniform_init(b_->value, rng, bound);
 }
 
-void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    ops::linear_forward_cuda(gpu_context(ctx.gpu, "Linear"), x.size(0), in_, out_, x.data<float>(),
+                             w_->value.data<float>(), b_ ? b_->value.data<float>() : nullptr, y.data<float>(), relu_);
+    return;
+  }
+#endif
   require_cpu(x, "Linear");
   ops::linear_forward_cpu(x.size(0), in_, out_, x.data<float>(), w_->value.data<float>(),
                           b_ ? b_->value.data<float>() : nullptr, y.data<float>(), relu_);
@@ -55,6 +70,15 @@ void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
 
 void Linear::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   // dy is Sequential's scratch gradient buffer: the fused ReLU masks it in place.
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    ops::linear_backward_cuda(gpu_context(ctx.gpu, "Linear"), x.size(0), in_, out_, x.data<float>(),
+                              w_->value.data<float>(), y.data<float>(), dy.data<float>(),
+                              dx ? dx->data<float>() : nullptr, w_->grad.data<float>(),
+                              b_ ? b_->grad.data<float>() : nullptr, ctx.accumulate, relu_);
+    return;
+  }
+#endif
   ops::linear_backward_cpu(x.size(0), in_, out_, x.data<float>(), w_->value.data<float>(), y.data<float>(),
                            dy.data<float>(), dx ? dx->data<float>() : nullptr, w_->grad.data<float>(),
                            b_ ? b_->grad.data<float>() : nullptr, ctx.accumulate, relu_);
@@ -101,10 +125,30 @@ ops::Conv2dShape conv_shape(const Shape& x, const Shape& y, int64_t k, int64_t s
 }
 }  // namespace
 
-void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
-  require_cpu(x, "Conv2d");
+#ifdef LOCKSTEP_HAVE_CUDA
+namespace {
+bool same_geometry(const ops::ConvGeometry& a, const ops::ConvGeometry& b) {
+  return a.c == b.c && a.h == b.h && a.w == b.w && a.kh == b.kh && a.kw == b.kw && a.stride == b.stride &&
+         a.pad == b.pad && a.oh == b.oh && a.ow == b.ow;
+}
+}  // namespace
+#endif
+
+void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const auto s = conv_shape(x.shape(), y.shape(), k_, stride_, pad_);
   const float* b = b_ ? b_->value.data<float>() : nullptr;
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    if (!gpu_ || !same_geometry(gpu_geometry_, s.g)) {  // descriptors for a new image size
+      gpu_ = std::make_shared<ops::Conv2dCuda>(out_c_, s.g);
+      gpu_geometry_ = s.g;
+    }
+    gpu_->forward(gpu_context(ctx.gpu, "Conv2d"), s.n, x.data<float>(), w_->value.data<float>(), b, y.data<float>(),
+                  relu_);
+    return;
+  }
+#endif
+  require_cpu(x, "Conv2d");
   if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
     ops::conv2d_winograd_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
   else
@@ -115,6 +159,14 @@ void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor
   const auto s = conv_shape(x.shape(), y.shape(), k_, stride_, pad_);
   float* dxp = dx ? dx->data<float>() : nullptr;
   float* db = b_ ? b_->grad.data<float>() : nullptr;
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g), "{}: backward without a forward on this input", describe());
+    gpu_->backward(gpu_context(ctx.gpu, "Conv2d"), s.n, x.data<float>(), w_->value.data<float>(), y.data<float>(),
+                   dy.data<float>(), dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_);
+    return;
+  }
+#endif
   if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
     ops::conv2d_winograd_backward_cpu(s, x.data<float>(), w_->value.data<float>(), y.data<float>(), dy.data<float>(),
                                       dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);
@@ -147,20 +199,42 @@ ops::Pool2dShape pool_shape(const Shape& x, const Shape& y, int64_t k, int64_t s
 }
 }  // namespace
 
-void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
-  require_cpu(x, describe().c_str());
+void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_);
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    const cudaStream_t st = gpu_context(ctx.gpu, "Pool2d").raw_stream();
+    if (kind_ == PoolKind::Max) {
+      ensure_scratch(argmax_, y.numel(), DType::I32, x.device(), ctx.gpu, "MaxPool2d");
+      ops::maxpool2d_forward_cuda(s, x.data<float>(), y.data<float>(), argmax_.data<int32_t>(), st);
+    } else {
+      ops::avgpool2d_forward_cuda(s, x.data<float>(), y.data<float>(), st);
+    }
+    return;
+  }
+#endif
+  require_cpu(x, describe().c_str());
   if (kind_ == PoolKind::Max) {
-    if (argmax_.numel() < y.numel()) argmax_ = Tensor::zeros(Shape{y.numel()}, DType::I32);
+    ensure_scratch(argmax_, y.numel(), DType::I32, x.device(), ctx.gpu, "MaxPool2d");
     ops::maxpool2d_forward_cpu(s, x.data<float>(), y.data<float>(), argmax_.data<int32_t>());
   } else {
     ops::avgpool2d_forward_cpu(s, x.data<float>(), y.data<float>());
   }
 }
 
-void Pool2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+void Pool2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   if (!dx) return;
   const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_);
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    const cudaStream_t st = gpu_context(ctx.gpu, "Pool2d").raw_stream();
+    if (kind_ == PoolKind::Max)
+      ops::maxpool2d_backward_cuda(s, dy.data<float>(), argmax_.data<int32_t>(), dx->data<float>(), st);
+    else
+      ops::avgpool2d_backward_cuda(s, dy.data<float>(), dx->data<float>(), st);
+    return;
+  }
+#endif
   if (kind_ == PoolKind::Max)
     ops::maxpool2d_backward_cpu(s, dy.data<float>(), argmax_.data<int32_t>(), dx->data<float>());
   else
@@ -173,23 +247,52 @@ Shape GlobalAvgPool::output_shape(const Shape& in) const {
   return Shape{in[0], in[1]};
 }
 
-void GlobalAvgPool::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+void GlobalAvgPool::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    ops::global_avgpool_forward_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), x.data<float>(), y.data<float>(),
+                                     gpu_context(ctx.gpu, "GlobalAvgPool").raw_stream());
+    return;
+  }
+#endif
   require_cpu(x, "GlobalAvgPool");
   ops::global_avgpool_forward_cpu(x.size(0) * x.size(1), x.size(2) * x.size(3), x.data<float>(), y.data<float>());
 }
 
-void GlobalAvgPool::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+void GlobalAvgPool::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    if (dx)
+      ops::global_avgpool_backward_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), dy.data<float>(),
+                                        dx->data<float>(), gpu_context(ctx.gpu, "GlobalAvgPool").raw_stream());
+    return;
+  }
+#endif
   if (dx)
     ops::global_avgpool_backward_cpu(x.size(0) * x.size(1), x.size(2) * x.size(3), dy.data<float>(), dx->data<float>());
 }
 
 // ---------------------------------------------------------------- ReLU
-void ReLU::forward(const Tensor& x, Tensor& y, const ForwardContext&) {
+void ReLU::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    ops::relu_forward_cuda(x.numel(), x.data<float>(), y.data<float>(), gpu_context(ctx.gpu, "ReLU").raw_stream());
+    return;
+  }
+#endif
   require_cpu(x, "ReLU");
   ops::relu_forward_cpu(x.numel(), x.data<float>(), y.data<float>());
 }
 
-void ReLU::backward(const Tensor&, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+void ReLU::backward(const Tensor&, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (y.device().is_cuda()) {
+    if (dx)
+      ops::relu_backward_cuda(y.numel(), y.data<float>(), dy.data<float>(), dx->data<float>(),
+                              gpu_context(ctx.gpu, "ReLU").raw_stream());
+    return;
+  }
+#endif
   if (dx) ops::relu_backward_cpu(y.numel(), y.data<float>(), dy.data<float>(), dx->data<float>());
 }
 
@@ -205,25 +308,38 @@ void Dropout::declare(ParameterStore&, const std::string& prefix) {
 }
 
 void Dropout::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
-  require_cpu(x, "Dropout");
   active_ = ctx.training && p_ > 0.f;
   if (!active_) {
-    if (y.raw_data() != x.raw_data()) y.copy_from(x);
+    copy_same_device(y, x, ctx.gpu, "Dropout");
     return;
   }
-  if (mask_.numel() < x.numel()) mask_ = Tensor::zeros(Shape{x.numel()}, DType::U8);
+  ensure_scratch(mask_, x.numel(), DType::U8, x.device(), ctx.gpu, "Dropout");
   const int64_t rows = x.size(0), row_len = x.numel() / std::max<int64_t>(rows, 1);
   const uint64_t key = rng_key(ctx.seed, stream_, static_cast<uint64_t>(ctx.step));
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    ops::dropout_forward_cuda(rows, row_len, ctx.sample_offset, key, p_, x.data<float>(), y.data<float>(),
+                              mask_.data<uint8_t>(), gpu_context(ctx.gpu, "Dropout").raw_stream());
+    return;
+  }
+#endif
   ops::dropout_forward_cpu(rows, row_len, ctx.sample_offset, key, p_, x.data<float>(), y.data<float>(),
                            mask_.data<uint8_t>());
 }
 
-void Dropout::backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext&) {
+void Dropout::backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   if (!dx) return;
   if (!active_) {
-    if (dx->raw_data() != dy.raw_data()) dx->copy_from(dy);
+    copy_same_device(*dx, dy, ctx.gpu, "Dropout");
     return;
   }
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (dy.device().is_cuda()) {
+    ops::dropout_backward_cuda(dy.numel(), p_, mask_.data<uint8_t>(), dy.data<float>(), dx->data<float>(),
+                               gpu_context(ctx.gpu, "Dropout").raw_stream());
+    return;
+  }
+#endif
   ops::dropout_backward_cpu(dy.numel(), p_, mask_.data<uint8_t>(), dy.data<float>(), dx->data<float>());
 }
 

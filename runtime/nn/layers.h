@@ -11,6 +11,14 @@
 
 namespace lockstep {
 
+namespace ops {
+class Conv2dCuda;  // ops/conv2d_cuda.h (GPU builds)
+}
+
+// Every layer runs where its input tensor lives: on the CPU kernels of ops/,
+// or, for tensors on a GPU, on the CUDA/cuBLAS/cuDNN twins with the context's
+// stream (ForwardContext::gpu, BackwardContext::gpu). Same semantics either way.
+
 // y = x W^T + b.   x [B, in]   W [out, in]   b [out]   y [B, out]
 class Linear final : public Module {
  public:
@@ -62,6 +70,10 @@ class Conv2d final : public Module {
   Parameter* w_ = nullptr;
   Parameter* b_ = nullptr;
   ops::Workspace ws_;
+  // GPU: cuDNN descriptors and algorithms for the input geometry last seen
+  // (shared_ptr: the type is complete only in GPU builds).
+  std::shared_ptr<ops::Conv2dCuda> gpu_;
+  ops::ConvGeometry gpu_geometry_{};
 };
 
 enum class PoolKind { Max, Avg };

@@ -1,8 +1,11 @@
 // Softmax cross-entropy loss on a batch of logits, with optional label
 // smoothing (target (1 - eps) * onehot + eps / C; eps in [0, 1), 0 = none).
 //   logits [B, C] fp32    labels [B] int32
+// Logits and labels on a GPU run the CUDA kernels (ops/softmax_xent_cuda.h)
+// on the context's stream.
 #pragma once
 
+#include "nn/module.h"
 #include "tensor/tensor.h"
 
 namespace lockstep {
@@ -13,9 +16,26 @@ struct LossStats {
   int64_t count = 0;    // samples
 };
 
+// CPU tensors only: the sums of one batch.
 LossStats softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing = 0.f);
 // dlogits = d(scale * sum_i loss_i)/dlogits. Use scale = 1/B for the batch mean.
+// On a GPU (`gpu` given) queued on its stream.
 void softmax_cross_entropy_backward(const Tensor& logits, const Tensor& labels, float scale, Tensor& dlogits,
-                                    float label_smoothing = 0.f);
+                                    float label_smoothing = 0.f, cuda::Context* gpu = nullptr);
+
+// Running sums of loss, hits and samples over many batches, kept where the
+// logits are: for GPU batches the sums stay in device memory (no host
+// synchronisation per step) and read() is the one place that waits for them.
+class LossAccumulator {
+ public:
+  void add(const Tensor& logits, const Tensor& labels, float label_smoothing = 0.f, cuda::Context* gpu = nullptr);
+  LossStats read() const;  // everything added since construction or reset()
+  void reset();
+
+ private:
+  LossStats host_;                     // CPU batches' sums; the sample count of all batches
+  Tensor dev_loss_, dev_correct_;      // GPU: [1] F64 and [1] I64 accumulators
+  Tensor row_loss_, row_correct_;      // GPU: per-row scratch, [B] F64 and [B] I32
+};
 
 }  // namespace lockstep

@@ -34,6 +34,11 @@ std::vector<Parameter*> Model::state() {
   return out;
 }
 
+void Model::to(const std::shared_ptr<Allocator>& allocator) {
+  params_.to(allocator);
+  buffers_.to(allocator);
+}
+
 Shape Model::batch_shape(int64_t batch) const {
   std::vector<int64_t> d{batch};
   for (int64_t e : sample_shape_.dims()) d.push_back(e);

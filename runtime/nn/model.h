@@ -34,6 +34,10 @@ class Model {
   std::vector<const Parameter*> state() const;
   std::vector<Parameter*> state();
   Shape batch_shape(int64_t batch) const;  // [batch, C, H, W]
+  // Moves parameters, gradients and buffers to `allocator`'s device (a GPU's
+  // caching allocator); layers read them through the stores, so they follow.
+  void to(const std::shared_ptr<Allocator>& allocator);
+  Device device() const { return params_.device(); }
   std::string summary() const;             // one line per layer with output shapes
 
  private:

@@ -13,6 +13,10 @@
 
 namespace lockstep {
 
+namespace cuda {
+class Context;  // cuda/context.h: one rank's device, stream, allocator and library handles
+}
+
 // How a module's output relates to its input's memory.
 enum class Aliasing {
   None,     // separate output buffer
@@ -38,12 +42,16 @@ struct ForwardContext {
   int64_t step = 0;           // optimizer step (or evaluation batch)
   int64_t sample_offset = 0;  // global index of this shard's first sample in the batch
   StatsReducer* sync = nullptr;  // batch statistics over all ranks (training only); null: this rank's batch
+  // Tensors on a GPU: the rank's device context (stream, allocator, cuBLAS and
+  // cuDNN handles); layers queue their kernels on its stream. Null on the CPU.
+  cuda::Context* gpu = nullptr;
 };
 
 struct BackwardContext {
   // false: parameter gradients are overwritten; true: added to (accumulation).
   bool accumulate = false;
   StatsReducer* sync = nullptr;  // as in the forward pass
+  cuda::Context* gpu = nullptr;  // as in the forward pass
 };
 
 class Module {

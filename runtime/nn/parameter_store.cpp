@@ -40,6 +40,17 @@ void ParameterStore::rebind_grads(Tensor buffer) {
   for (auto& p : params_) p.grad = grads_.slice(p.offset, p.shape);
 }
 
+void ParameterStore::to(const std::shared_ptr<Allocator>& allocator) {
+  LS_CHECK(finalized_, "ParameterStore::to before finalize");
+  if (padded_numel_ == 0) return;  // nothing to move (a model without buffers)
+  values_ = values_.to(allocator);
+  grads_ = grads_.to(allocator);
+  for (auto& p : params_) {
+    p.value = values_.slice(p.offset, p.shape);
+    p.grad = grads_.slice(p.offset, p.shape);
+  }
+}
+
 const Parameter* ParameterStore::find(const std::string& name) const {
   for (const auto& p : params_)
     if (p.name == name) return &p;

@@ -1,7 +1,12 @@
 // Residual block: two chains joined by an addition and a ReLU.
 #include "nn/residual.h"
 
+#include "nn/device_util.h"
 #include "ops/elementwise.h"
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "cuda/context.h"
+#include "ops/elementwise_cuda.h"
+#endif
 
 namespace lockstep {
 
@@ -47,29 +52,54 @@ int64_t Residual::forward_flops(const Shape& in) const {
 void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const Tensor& a = branch_.forward(x, ctx);
   const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    ops::add_relu_cuda(y.numel(), a.data<float>(), b.data<float>(), y.data<float>(),
+                       gpu_context(ctx.gpu, "Residual").raw_stream());
+    return;
+  }
+#endif
   ops::add_relu_cpu(y.numel(), a.data<float>(), b.data<float>(), y.data<float>());
 }
 
 void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   // dL/d(sum) = dy where y > 0: masked in place, dy is the caller's scratch buffer.
   Tensor g = dy;
-  ops::relu_backward_cpu(y.numel(), y.data<float>(), g.data<float>(), g.data<float>());
+  const bool gpu = y.device().is_cuda();
+  // dst += src on the tensors' device.
+  auto add_inplace = [&](const Tensor& src, Tensor& dst) {
+#ifdef LOCKSTEP_HAVE_CUDA
+    if (gpu) {
+      ops::add_inplace_cuda(dst.numel(), src.data<float>(), dst.data<float>(),
+                            gpu_context(ctx.gpu, "Residual").raw_stream());
+      return;
+    }
+#endif
+    ops::add_inplace_cpu(dst.numel(), src.data<float>(), dst.data<float>());
+  };
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (gpu)
+    ops::relu_backward_cuda(y.numel(), y.data<float>(), g.data<float>(), g.data<float>(),
+                            gpu_context(ctx.gpu, "Residual").raw_stream());
+  else
+#endif
+    ops::relu_backward_cpu(y.numel(), y.data<float>(), g.data<float>(), g.data<float>());
   Tensor gb = branch_.output_grad();
-  gb.copy_from(g);
+  copy_same_device(gb, g, ctx.gpu, "Residual");
   branch_.backward(ctx, dx);
   if (shortcut_.size()) {
     Tensor gs = shortcut_.output_grad();
-    gs.copy_from(g);
+    copy_same_device(gs, g, ctx.gpu, "Residual");
     if (!dx) {
       shortcut_.backward(ctx, nullptr);
       return;
     }
-    if (scratch_.numel() < x.numel()) scratch_ = Tensor::zeros(Shape{x.numel()});
+    ensure_scratch(scratch_, x.numel(), DType::F32, x.device(), ctx.gpu, "Residual");
     Tensor sx = scratch_.slice(0, x.shape());
     shortcut_.backward(ctx, &sx);
-    ops::add_inplace_cpu(dx->numel(), sx.data<float>(), dx->data<float>());
+    add_inplace(sx, *dx);
   } else if (dx) {
-    ops::add_inplace_cpu(dx->numel(), g.data<float>(), dx->data<float>());
+    add_inplace(g, *dx);
   }
 }
 

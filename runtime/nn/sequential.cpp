@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "nn/device_util.h"
+
 namespace lockstep {
 
 void Sequential::add(std::unique_ptr<Module> m) {
@@ -50,7 +52,8 @@ int64_t Sequential::forward_flops(const Shape& in) const {
   return f;
 }
 
-void Sequential::allocate(const Shape& in) {
+void Sequential::allocate(const Shape& in, Device device, cuda::Context* gpu) {
+  const std::shared_ptr<Allocator> alloc = allocator_for(device, gpu, "Sequential");
   LS_CHECK(!layers_.empty(), "Sequential has no layers");
   const std::vector<Shape> cap_shapes = shapes(in);
   aliasing_.assign(layers_.size(), Aliasing::None);
@@ -81,12 +84,13 @@ void Sequential::allocate(const Shape& in) {
       }
       aliasing_[i] = safe ? Aliasing::InPlace : Aliasing::None;
     }
-    if (aliasing_[i] == Aliasing::None) act_storage_[i] = Tensor::zeros(cap_shapes[i]);
+    if (aliasing_[i] == Aliasing::None) act_storage_[i] = Tensor::zeros(cap_shapes[i], DType::F32, alloc);
     max_numel = std::max(max_numel, cap_shapes[i].numel());
   }
-  grad_buf_[0] = Tensor::zeros(Shape{max_numel});
-  grad_buf_[1] = Tensor::zeros(Shape{max_numel});
+  grad_buf_[0] = Tensor::zeros(Shape{max_numel}, DType::F32, alloc);
+  grad_buf_[1] = Tensor::zeros(Shape{max_numel}, DType::F32, alloc);
   capacity_shape_ = in;
+  capacity_device_ = device;
 }
 
 void Sequential::bind(const Shape& in) {
@@ -99,10 +103,10 @@ void Sequential::bind(const Shape& in) {
 const Tensor& Sequential::forward(const Tensor& x, const ForwardContext& ctx) {
   const Shape& in = x.shape();
   LS_CHECK(in.rank() >= 1 && in[0] > 0, "Sequential input shape {} has no batch", in.str());
-  bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0];
+  bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0] && capacity_device_ == x.device();
   for (int d = 1; fits && d < in.rank(); ++d) fits = in[d] == capacity_shape_[d];
   if (!fits) {
-    allocate(in);
+    allocate(in, x.device(), ctx.gpu);
     bind(in);
   } else if (shapes_.empty() || shapes_[0][0] != in[0]) {
     bind(in);
@@ -149,7 +153,8 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* input_grad) {
       if (observer_) observer_(k, Phase::Backward, t0, Clock::now());
     }
     // A view as the first layer moves no data: its input gradient is dy itself.
-    if (k == 0 && input_grad && aliasing_[0] == Aliasing::View) input_grad->copy_from(dy.reshape(input_.shape()));
+    if (k == 0 && input_grad && aliasing_[0] == Aliasing::View)
+      copy_same_device(*input_grad, dy.reshape(input_.shape()), ctx.gpu, "Sequential");
     if (hook_ && layers_[k]->has_parameters()) {
       int64_t end = 0;  // end of this layer's parameters, alignment padding included
       for (const Parameter* p : layers_[k]->parameters())

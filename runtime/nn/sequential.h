@@ -1,7 +1,8 @@
 // Sequential: a chain of modules with the activation and gradient memory they
 // need, allocated once for the largest batch seen and reused every step.
 //
-// Memory plan for a chain of L layers at batch B:
+// Memory lives on the input's device (a GPU's through the context's caching
+// allocator). Memory plan for a chain of L layers at batch B:
 //   acts[i]   output of layer i; View modules (Flatten) always share their
 //             input's memory, InPlace modules (ReLU, Dropout) do when no earlier
 //             backward needs the values they would overwrite, and a ReLU after a
@@ -71,7 +72,7 @@ class Sequential {
   const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }
 
  private:
-  void allocate(const Shape& in);
+  void allocate(const Shape& in, Device device, cuda::Context* gpu);
   void bind(const Shape& in);
 
   std::vector<std::unique_ptr<Module>> layers_;
@@ -81,6 +82,7 @@ class Sequential {
   std::vector<Tensor> acts_;         // outputs for the current batch (views)
   Tensor grad_buf_[2];               // [max activation numel] each
   Shape capacity_shape_;             // input shape the storage was sized for
+  Device capacity_device_;           // where the storage lives (the input's device)
   Tensor input_;                     // the current forward's input (not owned)
   GradReadyHook hook_;
   LayerObserver observer_;

@@ -3,6 +3,11 @@
 
 #include <cmath>
 
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "cuda/context.h"
+#include "optim/update_cuda.h"
+#endif
+
 namespace lockstep {
 
 Adam::Adam(ParameterStore& params, const OptimizerConfig& config)
@@ -33,6 +38,13 @@ void Adam::update(int64_t begin, int64_t end, float lr, float scale, bool decay)
   const float wd = decay ? config_.weight_decay : 0.f;
   const float l2 = decoupled_ ? 0.f : wd;
   const float shrink = decoupled_ ? 1.f - lr * wd : 1.f;
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (gpu_) {
+    adam_update_cuda(end - begin, p + begin, g + begin, m + begin, v + begin, step_size, inv_sqrt_bc2, scale, b1, b2,
+                     eps, l2, shrink, gpu_->raw_stream());
+    return;
+  }
+#endif
 #pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
   for (int64_t i = begin; i < end; ++i) {
     const float pi = p[i] * shrink;

@@ -48,21 +48,62 @@ std::unique_ptr<ShmAllreduce> share_gradients(ParameterStore& params, Communicat
 
 DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm,
                                            DistributedOptions options)
-    : opt_(opt), params_(params), comm_(comm), options_(options), shm_(share_gradients(params, comm, options)),
-      reducer_(comm, params.grads(), plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes),
-               BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get(), options.tracker}) {}
-
-void DistributedOptimizer::begin_backward(bool last) {
-  reducer_.quiesce();
-  if (last) reducer_.arm();
+    : opt_(opt), params_(params), comm_(comm), options_(options) {
+  std::vector<Bucket> plan = plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes);
+  if (params.device().is_cuda()) {
+    LS_CHECK(options.gpu != nullptr, "DistributedOptimizer: parameters on {} but no device context",
+             params.device().str());
+    LS_CHECK(options.wire == WireType::F32, "DistributedOptimizer: gradient compression is not implemented on the GPU");
+    gpu_reducer_ = std::make_unique<GpuGradReducer>(
+        *options.gpu, comm, options.nccl, params.grads(), std::move(plan),
+        GpuGradReducer::Options{options.overlap, options.average, options.timeout_s, options.timeline,
+                                options.tracker});
+    return;
+  }
+  shm_ = share_gradients(params, comm, options);
+  reducer_ = std::make_unique<BucketReducer>(
+      comm, params.grads(), std::move(plan),
+      BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get(), options.tracker});
 }
 
-void DistributedOptimizer::on_gradients_ready(int64_t end) { reducer_.ready(end); }
+void DistributedOptimizer::begin_backward(bool last) {
+  if (gpu_reducer_) {
+    if (last) gpu_reducer_->arm();
+    return;
+  }
+  reducer_->quiesce();
+  if (last) reducer_->arm();
+}
+
+void DistributedOptimizer::on_gradients_ready(int64_t end) {
+  if (gpu_reducer_)
+    gpu_reducer_->ready(end);
+  else
+    reducer_->ready(end);
+}
+
+void DistributedOptimizer::drain() {
+  if (gpu_reducer_) gpu_reducer_->drain();
+}
+
+namespace {
+// Broadcast of a tensor in host or device memory (device: through a host copy;
+// once per run, off the hot path).
+void broadcast_any(Communicator& comm, Tensor& t, int root) {
+  if (t.device().is_cpu()) {
+    comm.broadcast(t, root);
+    return;
+  }
+  Tensor h = on_host(t);
+  comm.broadcast(h, root);
+  t.copy_from(h);
+}
+}  // namespace
 
 void DistributedOptimizer::broadcast_state(int root) {
   CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
-  comm_.broadcast(params_.values(), root);
-  for (auto& [name, t] : opt_.state()) comm_.broadcast(*t, root);
+  broadcast_any(comm_, params_.values(), root);
+  for (auto& [name, t] : opt_.state()) broadcast_any(comm_, *t, root);
   Tensor steps = Tensor::zeros(Shape{1}, DType::I64);
   steps.data<int64_t>()[0] = opt_.steps();
   comm_.broadcast(steps, root);
@@ -70,8 +111,13 @@ void DistributedOptimizer::broadcast_state(int root) {
 }
 
 void DistributedOptimizer::step(float lr) {
-  reducer_.finish();
-  const float scale = options_.average ? 1.f / static_cast<float>(comm_.size()) : 1.f;
+  float scale = options_.average ? 1.f / static_cast<float>(comm_.size()) : 1.f;
+  if (gpu_reducer_) {
+    gpu_reducer_->finish();
+    scale = gpu_reducer_->grad_scale();
+  } else {
+    reducer_->finish();
+  }
   const auto t0 = Timeline::Clock::now();
   opt_.step(lr, scale);
   if (options_.timeline)
@@ -80,16 +126,19 @@ void DistributedOptimizer::step(float lr) {
 
 std::string DistributedOptimizer::describe() const {
   std::string sizes;
-  const auto& buckets = reducer_.buckets();
+  const auto& buckets = this->buckets();
   for (size_t i = 0; i < buckets.size() && i < 8; ++i)
     sizes += fmt::format("{}{:.2f}", i ? ", " : "", static_cast<double>(buckets[i].numel()) * 4 / 1e6);
   if (buckets.size() > 8) sizes += ", ...";
   const char* wire = options_.wire == WireType::F32 ? "fp32" : options_.wire == WireType::F16 ? "fp16" : "bf16";
   return fmt::format("{} gradients over {} rank{} ({}); {} bucket{} of {} MB in backward order; {} on the wire; {}",
                      options_.average ? "averaging" : "summing", comm_.size(), comm_.size() == 1 ? "" : "s",
-                     shm_ ? comm_.backend() + ", shared memory" : comm_.backend(), buckets.size(),
-                     buckets.size() == 1 ? "" : "s", sizes, wire,
-                     reducer_.overlapping() ? "overlapped with backward" : "reduced after backward");
+                     gpu_reducer_ ? gpu_reducer_->transport()
+                                  : shm_ ? comm_.backend() + ", shared memory" : comm_.backend(),
+                     buckets.size(), buckets.size() == 1 ? "" : "s", sizes, wire,
+                     (gpu_reducer_ ? gpu_reducer_->overlapping() : reducer_->overlapping())
+                         ? "overlapped with backward"
+                         : "reduced after backward");
 }
 
 }  // namespace lockstep

@@ -12,6 +12,11 @@
 // grad-ready hook of the last backward before step() hands each bucket to a
 // communication thread as soon as its gradients are final (BucketReducer).
 //
+// Parameters on a GPU (the store's buffers are device memory): buckets go
+// through GpuGradReducer instead — NCCL on a communication stream ordered by
+// events (options.nccl), or staged through pinned host memory over MPI
+// (options.nccl null: --comm mpi). State broadcasts stage through the host.
+//
 // Use per step:  begin_backward(last) before each backward (last = the
 // micro-batch whose gradients are reduced), on_gradients_ready from the
 // Sequential's grad-ready hook, step(lr) after the last backward.
@@ -23,6 +28,7 @@
 
 #include "comm/bucket_reducer.h"
 #include "comm/communicator.h"
+#include "comm/gpu_grad_reducer.h"
 #include "optim/optimizer.h"
 
 namespace lockstep {
@@ -36,6 +42,11 @@ struct DistributedOptions {
   bool shared_memory = true;                    // ranks on one host sum through shared memory (fp32)
   Timeline* timeline = nullptr;
   CollectiveTracker* tracker = nullptr;         // not owned; buckets and handoffs are reported to it
+  // Parameters on a GPU: the rank's device context, and the NCCL communicator
+  // (null: --comm mpi, staged through host memory). Neither owned.
+  cuda::Context* gpu = nullptr;
+  NcclCommunicator* nccl = nullptr;
+  double timeout_s = 300;                       // GPU: limit on waiting for a step's collectives
 };
 
 // Buckets over a parameter store (pure function of the layout and the caps; a
@@ -60,9 +71,13 @@ class DistributedOptimizer {
   // apply one update with learning rate `lr`.
   void step(float lr);
 
-  const std::vector<Bucket>& buckets() const { return reducer_.buckets(); }
+  const std::vector<Bucket>& buckets() const { return gpu_reducer_ ? gpu_reducer_->buckets() : reducer_->buckets(); }
   // Seconds the last step() waited for communication (exposed communication).
-  double last_comm_wait_seconds() const { return reducer_.last_wait_seconds(); }
+  double last_comm_wait_seconds() const {
+    return gpu_reducer_ ? gpu_reducer_->last_wait_seconds() : reducer_->last_wait_seconds();
+  }
+  // GPU: blocks until every queued collective has finished (bounded by the timeout).
+  void drain();
   std::string describe() const;
   bool shared_memory() const { return shm_ != nullptr; }
   Optimizer& optimizer() { return opt_; }
@@ -73,7 +88,8 @@ class DistributedOptimizer {
   Communicator& comm_;
   DistributedOptions options_;
   std::unique_ptr<ShmAllreduce> shm_;  // before reducer_, which points at it
-  BucketReducer reducer_;
+  std::unique_ptr<BucketReducer> reducer_;       // parameters in host memory
+  std::unique_ptr<GpuGradReducer> gpu_reducer_;  // parameters on a GPU
 };
 
 }  // namespace lockstep

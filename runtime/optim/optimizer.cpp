@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "nn/device_util.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 
@@ -29,6 +30,13 @@ Optimizer::Optimizer(ParameterStore& params, const OptimizerConfig& config) : pa
 void Optimizer::step(float lr, float grad_scale) {
   for (const Range& r : ranges_) update(r.begin, r.end, lr, grad_scale, r.decay);
   ++steps_;
+}
+
+void Optimizer::use_gpu(cuda::Context& gpu) {
+  LS_CHECK(params_.device().is_cuda(), "Optimizer::use_gpu: the parameters are on {}", params_.device().str());
+  const std::shared_ptr<Allocator> alloc = allocator_for(params_.device(), &gpu, "Optimizer");
+  for (auto& [name, t] : state()) *t = t->to(alloc);
+  gpu_ = &gpu;
 }
 
 std::unique_ptr<Optimizer> make_optimizer(ParameterStore& params, const OptimizerConfig& config) {

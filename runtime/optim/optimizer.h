@@ -11,6 +11,10 @@
 
 namespace lockstep {
 
+namespace cuda {
+class Context;  // cuda/context.h
+}
+
 struct OptimizerConfig {
   std::string name = "sgd";  // sgd | adam | adamw
   float momentum = 0.9f;     // sgd
@@ -37,6 +41,9 @@ class Optimizer {
   const std::string& name() const { return config_.name; }
   // Named state tensors ([padded_numel] fp32 each), for broadcast and checkpoints.
   virtual std::vector<std::pair<std::string, Tensor*>> state() = 0;
+  // Parameters on a GPU: moves the state tensors to `gpu`'s device; updates
+  // then run as one fused kernel per range on its stream (optim/update_cuda.h).
+  void use_gpu(cuda::Context& gpu);
 
  protected:
   // Update elements [begin, end) of the flat buffers with gradient = scale * grad;
@@ -46,6 +53,7 @@ class Optimizer {
   ParameterStore& params_;
   OptimizerConfig config_;
   int64_t steps_ = 0;  // updates applied so far (Adam's bias correction uses steps_ + 1)
+  cuda::Context* gpu_ = nullptr;  // set by use_gpu()
 
  private:
   struct Range {

@@ -1,6 +1,11 @@
 // SGD update, one pass over the flat buffers.
 #include "optim/sgd.h"
 
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "cuda/context.h"
+#include "optim/update_cuda.h"
+#endif
+
 namespace lockstep {
 
 Sgd::Sgd(ParameterStore& params, const OptimizerConfig& config) : Optimizer(params, config) {
@@ -23,6 +28,13 @@ void Sgd::update(int64_t begin, int64_t end, float lr, float scale, bool decay) 
   float* p = params_.values().data<float>();
   const float* g = params_.grads().data<float>();
   const float wd = decay ? config_.weight_decay : 0.f, m = config_.momentum;
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (gpu_) {
+    sgd_update_cuda(end - begin, p + begin, g + begin, m == 0.f ? nullptr : momentum_.data<float>() + begin, lr, scale,
+                    wd, m, config_.nesterov, gpu_->raw_stream());
+    return;
+  }
+#endif
   if (m == 0.f) {
 #pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
     for (int64_t i = begin; i < end; ++i) p[i] -= lr * (scale * g[i] + wd * p[i]);

@@ -105,6 +105,17 @@ void Tensor::zero() {
 #endif
 }
 
+Tensor on_host(const Tensor& t) { return t.device().is_cpu() ? t : t.to(cpu_allocator()); }
+
+void copy_from_host(Tensor& dst, const void* src) {
+  if (!dst.nbytes()) return;
+  if (dst.device().is_cpu()) {
+    std::memmove(dst.raw_data(), src, dst.nbytes());
+    return;
+  }
+  copy_across_devices(dst.raw_data(), src, dst.nbytes(), dst.device(), Device::cpu());
+}
+
 std::vector<float> Tensor::to_vector() const {
   if (!device().is_cpu()) return to(cpu_allocator()).to_vector();
   const float* p = data<float>();

@@ -65,4 +65,10 @@ class Tensor {
   DType dtype_ = DType::F32;
 };
 
+// `t` itself when its bytes are in host memory, otherwise a host copy (waits
+// for queued device work: checkpoints, weights, replica checks).
+Tensor on_host(const Tensor& t);
+// Copies dst.nbytes() bytes from host memory at `src` into `dst`, on any device.
+void copy_from_host(Tensor& dst, const void* src);
+
 }  // namespace lockstep

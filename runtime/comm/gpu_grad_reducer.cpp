@@ -1,0 +1,144 @@
+// GPU gradient reduction: NCCL buckets ordered by events, or MPI staging.
+#include "comm/gpu_grad_reducer.h"
+
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <nccl.h>
+
+#include <chrono>
+
+#include "comm/nccl_communicator.h"
+#include "comm/staged_allreduce.h"
+#include "cuda/context.h"
+#endif
+
+namespace lockstep {
+
+#ifdef LOCKSTEP_HAVE_CUDA
+struct GpuGradReducer::Impl {
+  Impl(cuda::Context& g, Communicator& h, NcclCommunicator* n, Tensor gr, std::vector<Bucket> b, Options o)
+      : gpu(g), host(h), nccl(n), grads(std::move(gr)), buckets(std::move(b)), options(o) {
+    LS_CHECK(grads.device().is_cuda() && grads.dtype() == DType::F32, "GpuGradReducer: gradients must be F32 on a GPU");
+    if (nccl) {
+      ready_events.resize(buckets.size());
+    } else {
+      staged = std::make_unique<StagedAllreduce>();
+    }
+  }
+
+  void launch(size_t i) {
+    const Bucket& b = buckets[i];
+    ready_events[i].record(gpu.stream());
+    CollectiveScope scope(options.tracker, CollectiveKind::Bucket, static_cast<int32_t>(i));
+    nccl->allreduce(grads.data<float>() + b.begin, b.numel(), DType::F32,
+                    options.average ? ReduceOp::Average : ReduceOp::Sum, &ready_events[i]);
+  }
+
+  cuda::Context& gpu;
+  Communicator& host;
+  NcclCommunicator* nccl;
+  Tensor grads;
+  std::vector<Bucket> buckets;
+  Options options;
+  std::unique_ptr<StagedAllreduce> staged;
+  std::vector<cuda::Event> ready_events;  // nccl: per bucket, on the compute stream
+  cuda::Event done[2];                    // this step's and the previous step's collectives finished
+  int cur = 0;
+  bool previous_pending = false;          // done[cur ^ 1] recorded and not yet waited for
+  bool armed = false;
+  size_t next = 0;
+  double last_wait = 0;
+};
+
+GpuGradReducer::GpuGradReducer(cuda::Context& gpu, Communicator& host, NcclCommunicator* nccl, Tensor grads,
+                               std::vector<Bucket> buckets, Options options)
+    : impl_(std::make_unique<Impl>(gpu, host, nccl, std::move(grads), std::move(buckets), options)) {}
+
+GpuGradReducer::~GpuGradReducer() = default;
+
+void GpuGradReducer::arm() {
+  impl_->armed = true;
+  impl_->next = 0;
+}
+
+void GpuGradReducer::ready(int64_t end) {
+  Impl& m = *impl_;
+  if (!m.armed || !m.nccl || !m.options.overlap) return;
+  while (m.next < m.buckets.size() && m.buckets[m.next].end <= end) m.launch(m.next++);
+}
+
+void GpuGradReducer::finish() {
+  Impl& m = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!m.armed) m.next = 0;
+  if (m.nccl) {
+    while (m.next < m.buckets.size()) m.launch(m.next++);
+    m.nccl->record_done(m.done[m.cur]);
+    m.done[m.cur].wait_on(m.gpu.stream());  // the optimizer reads reduced gradients
+    // Bounded host wait for the previous step's collectives (one step of run-ahead).
+    if (m.previous_pending) m.nccl->wait(m.done[m.cur ^ 1], m.options.timeout_s);
+    m.previous_pending = true;
+    m.cur ^= 1;
+  } else {
+    m.ready_events.resize(1);
+    m.ready_events[0].record(m.gpu.stream());
+    {
+      CollectiveScope scope(m.options.tracker, CollectiveKind::Bucket, 0);
+      m.staged->allreduce(m.host, m.grads.raw_data(), m.grads.numel(), ReduceOp::Sum, &m.ready_events[0]);
+    }
+    m.staged->record_done(m.done[0]);
+    m.done[0].wait_on(m.gpu.stream());
+  }
+  m.armed = false;
+  m.last_wait = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (m.options.timeline)
+    m.options.timeline->span(m.nccl ? "nccl: wait for previous step" : "mpi staged allreduce", "comm",
+                             Timeline::kCompute, t0, std::chrono::steady_clock::now());
+}
+
+void GpuGradReducer::drain() {
+  Impl& m = *impl_;
+  if (m.nccl) {
+    m.nccl->wait(m.options.timeout_s);
+    m.previous_pending = false;
+  } else {
+    m.staged->synchronize();
+  }
+}
+
+float GpuGradReducer::grad_scale() const {
+  if (!impl_->options.average || impl_->nccl) return 1.f;  // ncclAvg already averaged
+  return 1.f / static_cast<float>(impl_->host.size());
+}
+
+double GpuGradReducer::last_wait_seconds() const { return impl_->last_wait; }
+const std::vector<Bucket>& GpuGradReducer::buckets() const { return impl_->buckets; }
+bool GpuGradReducer::overlapping() const { return impl_->nccl && impl_->options.overlap; }
+
+std::string GpuGradReducer::transport() const {
+  if (!impl_->nccl) return "MPI staged through pinned host memory";
+  return fmt::format("NCCL {}.{}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+}
+
+#else  // no CUDA: a GPU buffer cannot exist; say so if asked
+
+struct GpuGradReducer::Impl {
+  std::vector<Bucket> buckets;
+};
+GpuGradReducer::GpuGradReducer(cuda::Context&, Communicator&, NcclCommunicator*, Tensor grads, std::vector<Bucket>,
+                               Options) {
+  LS_THROW("GpuGradReducer: gradients on {} need a build with CUDA support", grads.device().str());
+}
+GpuGradReducer::~GpuGradReducer() = default;
+void GpuGradReducer::arm() {}
+void GpuGradReducer::ready(int64_t) {}
+void GpuGradReducer::finish() {}
+void GpuGradReducer::drain() {}
+float GpuGradReducer::grad_scale() const { return 1.f; }
+double GpuGradReducer::last_wait_seconds() const { return 0; }
+const std::vector<Bucket>& GpuGradReducer::buckets() const { return impl_->buckets; }
+bool GpuGradReducer::overlapping() const { return false; }
+std::string GpuGradReducer::transport() const { return "none"; }
+
+#endif
+
+}  // namespace lockstep
