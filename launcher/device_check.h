@@ -4,8 +4,7 @@
 
 namespace lockstep {
 
-// Throws InputError: without CUDA support or a GPU, saying which; with a GPU,
-// saying that the training loop does not run on it yet (docs/gpu.md).
+// Throws InputError without CUDA support or without a usable GPU, saying which.
 void check_cuda_device_usable();
 
 }  // namespace lockstep

@@ -139,7 +139,9 @@ cxxopts::Options make_options() {
       ("seed", "seed for initialisation, shuffling and dropout", s(std::to_string(d.seed)));
   o.add_options("execution")
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
-      ("device", "auto, cpu or cuda", s(d.device))
+      ("device", "auto (the CPU for now; see docs/gpu.md), cpu or cuda", s(d.device))
+      ("comm", "GPU gradient averaging: auto (nccl when every local rank has a GPU of its own), nccl, or mpi "
+       "(staged through pinned host memory; ranks may share a GPU)", s(d.comm))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
@@ -418,6 +420,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(threads <= 1024, "--threads: {} is more than 1024", threads);
   c.threads = static_cast<int>(threads);
   c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
+  c.comm = one_of("comm", str("comm"), {"auto", "nccl", "mpi"});
+  LS_CHECK_INPUT(c.comm != "nccl" || c.device == "cuda", "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
@@ -431,6 +435,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
                  "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);
   c.grad_compression = one_of("grad-compression", str("grad-compression"), {"none", "fp16", "bf16"});
+  LS_CHECK_INPUT(c.grad_compression == "none" || c.device != "cuda",
+                 "--grad-compression {}: not implemented on the GPU path yet (--device cuda)", c.grad_compression);
   c.check_replicas_every = non_negative("check-replicas-every");
   c.inject_fault = str("inject-fault");
   if (!c.inject_fault.empty()) {
@@ -582,7 +588,9 @@ std::string config_json(const TrainConfig& c) {
                       {"label_smoothing", c.label_smoothing},
                       {"seed", c.seed},
                       {"grad_op", c.grad_op},
-                      {"grad_compression", c.grad_compression}};
+                      {"grad_compression", c.grad_compression},
+                      {"device", c.device},
+                      {"comm", c.comm}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -101,6 +101,22 @@ class CommStatsReducer final : public StatsReducer {
   Tensor buf_;
 };
 
+// Steps between the GPU path's checks that the training loss is finite (each
+// check waits for the GPU; the CPU path checks every step for free).
+constexpr int64_t kGpuLossCheckEvery = 50;
+
+// All-reduce of a tensor in host or device memory (device: through a host
+// copy; for buffers and checks, off the per-step path).
+void allreduce_any(Communicator& comm, Tensor& t, ReduceOp op) {
+  if (t.device().is_cpu()) {
+    comm.allreduce(t, op);
+    return;
+  }
+  Tensor h = on_host(t);
+  comm.allreduce(h, op);
+  t.copy_from(h);
+}
+
 std::string param_signature(const ParameterStore& params) {
   std::string sig;
   for (const auto& p : params.params()) sig += p.name + ":F32" + p.shape.str() + ";";
@@ -151,6 +167,11 @@ void Trainer::setup() {
   const models::ModelSpec spec{train_->sample_shape(), train_->num_classes()};
   model_ = models::build_model(c_.model, spec, c_.seed);
   opt_ = make_optimizer(model_->params(), optimizer_config(c_));
+  if (c_.device == "cuda") {  // parameters, gradients, buffers and optimizer state move to the GPU
+    dev_ = std::make_unique<DeviceRuntime>(c_, comm_);
+    model_->to(dev_->device_allocator());
+    opt_->use_gpu(dev_->gpu());
+  }
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
   steps_per_epoch_ = sampler_->steps_per_epoch();
@@ -187,6 +208,7 @@ Fingerprint Trainer::fingerprint() const {
       {"parameters", param_signature(model_->params())},
       {"buffers", param_signature(model_->buffers())},
       {"sync-batchnorm", c_.sync_batchnorm ? "on" : "off"},
+      {"device", dev_ ? fmt::format("cuda, --comm {}", dev_->comm_mode()) : "cpu"},
       {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
                               train_->sample_shape().str())},
       {"augment", augmentation(c_)},
@@ -223,6 +245,11 @@ DistributedOptions Trainer::distributed_options() const {
   o.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16 : WireType::F32;
   o.timeline = timeline_.get();
   o.tracker = &tracker_;
+  if (dev_) {
+    o.gpu = &dev_->gpu();
+    o.nccl = dev_->nccl();
+    o.timeout_s = c_.collective_timeout_s;
+  }
   return o;
 }
 
@@ -233,6 +260,7 @@ void Trainer::start() {
                                            comm_.rank());
   // Collective: the distributed optimizer maps shared gradient memory when the
   // ranks share a host.
+  if (dev_) dev_->connect(comm_);  // collective: the NCCL communicator (--comm nccl)
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
   Sequential& net = model_->net();
   net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });
@@ -284,9 +312,10 @@ void Trainer::start() {
              micro_batch_, world, world == 1 ? "" : "es",
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
              global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
-  if (world > 1)
-    log_->info("world: {} ranks on {} node{}; {}", world, comm_.nodes(), comm_.nodes() == 1 ? "" : "s",
-               dopt_->describe());
+  if (dev_) log_->info("device: {}", dev_->describe());
+  if (world > 1 || dev_)
+    log_->info("world: {} rank{} on {} node{}; {}", world, world == 1 ? "" : "s", comm_.nodes(),
+               comm_.nodes() == 1 ? "" : "s", dopt_->describe());
   if (resumed_from_)
     log_->info("resumed from {} at step {} (epoch {}, step {} of it)", *resumed_from_, progress_.step,
                progress_.epoch + 1, progress_.step_in_epoch);
@@ -298,19 +327,22 @@ void Trainer::start() {
 void Trainer::sync_buffers() {
   if (comm_.size() == 1 || model_->buffers().padded_numel() == 0) return;
   CollectiveScope scope(&tracker_, CollectiveKind::BufferSync);
-  comm_.allreduce(model_->buffers().values(), ReduceOp::Average);
+  allreduce_any(comm_, model_->buffers().values(), ReduceOp::Average);
 }
 
 EvalResult Trainer::evaluate() {
   sync_buffers();  // evaluation uses the running statistics: every rank's, averaged
-  PrefetchLoader loader(*test_, eval_batch_);
-  Sums sums;
+  PrefetchLoader loader(*test_, eval_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator());
+  LossAccumulator acc;
   loader.begin(eval_sampler_->batches(), [&](int64_t k, std::vector<int64_t>& out) { eval_sampler_->indices(k, out); });
   for (int64_t k = 0; k < eval_sampler_->batches(); ++k) {
-    const Batch& b = loader.next();
-    const Tensor& logits = model_->net().forward(b.images, ForwardContext{false, c_.seed, k, 0});
-    sums.add(softmax_cross_entropy(logits, b.labels));
+    const Batch& hb = loader.next();
+    const Batch& b = dev_ ? dev_->upload(hb) : hb;
+    const Tensor& logits = model_->net().forward(b.images, ForwardContext{false, c_.seed, k, 0, nullptr, gpu()});
+    acc.add(logits, b.labels, 0.f, gpu());
   }
+  Sums sums;
+  sums.add(acc.read());
   const Sums all = sums.reduced(comm_, tracker_, CollectiveKind::Evaluation);
   return {all.mean_loss(), all.acc()};
 }
@@ -342,7 +374,8 @@ int Trainer::agree_on_stop() {
 
 void Trainer::check_replicas() {
   ParameterStore& params = model_->params();
-  const uint64_t mine = hash_bytes(params.values().data<float>(), static_cast<size_t>(params.padded_numel()) * 4);
+  const Tensor values = on_host(params.values());
+  const uint64_t mine = hash_bytes(values.data<float>(), static_cast<size_t>(params.padded_numel()) * 4);
   if (comm_.size() == 1) return;
   // One reduction gives min and max: max(h) and max(~h) = ~min(h).
   Tensor t = Tensor::zeros(Shape{2}, DType::I64);
@@ -380,7 +413,7 @@ TrainSummary Trainer::run() {
   const int K = c_.accumulate_steps;
   std::unique_ptr<MetricsWriter> metrics;
   if (rank0() && !c_.metrics_file.empty()) metrics = std::make_unique<MetricsWriter>(c_.metrics_file);
-  PrefetchLoader loader(*train_, micro_batch_);
+  PrefetchLoader loader(*train_, micro_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator());
   const bool crop_flip = augmentation(c_) == "crop-flip";  // training batches only; evaluate() never augments
   const bool progress_on =
       rank0() && (c_.progress == "on" || (c_.progress == "auto" && isatty(STDOUT_FILENO) && !under_job_launcher()));
@@ -413,36 +446,49 @@ TrainSummary Trainer::run() {
         },
         std::move(augment));
     bar.start(label, steps_now);
-    Sums train;
+    LossAccumulator train_loss;  // on the GPU the sums stay on the device until read
+    double bar_loss = 0;
     const auto t_epoch = Clock::now();
     auto tick = t_epoch;
     for (int64_t s = 0; s < steps_now; ++s) {
       tracker_.set_step(progress_.step + 1);  // the step being worked on, counted from 1
       for (int micro = 0; micro < K; ++micro) {
         const auto t_wait = Clock::now();
-        const Batch& b = loader.next();
+        const Batch& hb = loader.next();
+        const Batch& b = dev_ ? dev_->upload(hb) : hb;  // GPU: queued copy on the copy stream
         if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
-        const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro), bn_sync_.get()};
+        const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro), bn_sync_.get(), gpu()};
         const Tensor& logits = net.forward(b.images, fctx);
-        const LossStats ls = softmax_cross_entropy(logits, b.labels, c_.label_smoothing);
-        LS_CHECK(std::isfinite(ls.loss_sum), "training diverged: loss is {} at step {} (try a smaller --lr)",
-                 ls.loss_sum, progress_.step);
+        train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
+        // A non-finite loss makes the running sum non-finite: the CPU checks every
+        // step; the GPU every kGpuLossCheckEvery steps (each check waits for it).
+        if (!dev_ || progress_.step % kGpuLossCheckEvery == 0 || s + 1 == steps_now) {
+          const double l = train_loss.read().loss_sum;
+          LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr)", l,
+                   dev_ ? "by" : "at", progress_.step);
+        }
         Tensor dlogits = net.output_grad();
-        softmax_cross_entropy_backward(logits, b.labels, loss_scale, dlogits, c_.label_smoothing);
+        softmax_cross_entropy_backward(logits, b.labels, loss_scale, dlogits, c_.label_smoothing, gpu());
         dopt_->begin_backward(micro == K - 1);  // buckets go out only during the last backward
-        net.backward(BackwardContext{micro > 0, bn_sync_.get()});
-        train.add(ls);
+        net.backward(BackwardContext{micro > 0, bn_sync_.get(), gpu()});
       }
       dopt_->step(sched_.lr(progress_.step));
       ++progress_.step;
-      if (c_.inject_rank == comm_.rank() && c_.inject_step == progress_.step) {
-        model_->params().values().data<float>()[0] += 1e-3f;  // --inject-fault replica-drift
+      if (c_.inject_rank == comm_.rank() && c_.inject_step == progress_.step) {  // --inject-fault replica-drift
+        Tensor first = model_->params().values().slice(0, Shape{1});
+        Tensor h = on_host(first);
+        h.data<float>()[0] += 1e-3f;
+        first.copy_from(h);
         log_->warn("fault injected: parameter 0 changed after step {}", progress_.step);
       }
       if (c_.check_replicas_every > 0 && progress_.step % c_.check_replicas_every == 0) check_replicas();
       if (++progress_.step_in_epoch == steps_per_epoch_) {
         ++progress_.epoch;
         progress_.step_in_epoch = 0;
+      }
+      if (dev_ && s + 1 == steps_now) {  // the epoch's time includes its queued GPU work
+        dopt_->drain();                   // NCCL first: bounded by the timeout, errors named
+        dev_->synchronize();
       }
       const auto now = Clock::now();
       if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
@@ -469,11 +515,18 @@ TrainSummary Trainer::run() {
         bar.clear();
         break;
       }
-      bar.update(s + 1, train.mean_loss(), train.count * world / seconds_since(t_epoch), s + 1 == steps_now);
+      if (progress_on && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {
+        const LossStats l = train_loss.read();
+        bar_loss = l.count > 0 ? l.loss_sum / static_cast<double>(l.count) : 0.0;
+      }
+      bar.update(s + 1, bar_loss, static_cast<double>((s + 1) * micro_batch_ * K * world) / seconds_since(t_epoch),
+                 s + 1 == steps_now);
     }
     if (sum.stopped_by != 0) break;
     const double train_s = seconds_since(t_epoch);
     if (timeline_) timeline_->flush();
+    Sums train;
+    train.add(train_loss.read());
     const Sums tr = train.reduced(comm_, tracker_, CollectiveKind::Metrics);
     const auto t_test = Clock::now();
     const EvalResult test = c_.eval ? evaluate() : EvalResult{};

@@ -28,6 +28,7 @@
 #include "comm/communicator.h"
 #include "core/logging.h"
 #include "data/dataset.h"
+#include "device_runtime.h"
 #include "data/sampler.h"
 #include "nn/model.h"
 #include "optim/distributed_optimizer.h"
@@ -90,6 +91,7 @@ class Trainer {
   // evaluation, checkpoints and saved weights.
   void sync_buffers();
   DistributedOptions distributed_options() const;
+  cuda::Context* gpu() const { return dev_ ? &dev_->gpu() : nullptr; }
 
   const TrainConfig& c_;
   Communicator& comm_;
@@ -97,6 +99,9 @@ class Trainer {
   int threads_ = 1;
   int64_t global_batch_ = 0, micro_batch_ = 0, eval_batch_ = 0;
   int64_t steps_per_epoch_ = 0, total_steps_ = 0, epochs_ = 0;
+  // --device cuda: the GPU context, streams and NCCL. Declared before every
+  // member holding device memory or streams, so it is destroyed after them.
+  std::unique_ptr<DeviceRuntime> dev_;
   std::unique_ptr<Dataset> train_, test_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> opt_;

@@ -1,0 +1,145 @@
+// The trainer's GPU side: device choice, NCCL bootstrap, batch uploads.
+#include "device_runtime.h"
+
+#include "core/error.h"
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "comm/nccl_communicator.h"
+#include "cuda/caching_allocator.h"
+#include "cuda/check.h"
+#include "cuda/context.h"
+#include "cuda/device.h"
+#endif
+
+namespace lockstep {
+
+#ifdef LOCKSTEP_HAVE_CUDA
+namespace {
+
+// --comm auto: NCCL when every local rank can have a GPU of its own, else
+// staging through MPI (ranks sharing a GPU).
+std::string resolve_comm(const std::string& comm, int local_size) {
+  if (comm != "auto") return comm;
+  return local_size <= cuda::device_count() ? "nccl" : "mpi";
+}
+
+}  // namespace
+
+struct DeviceRuntime::Impl {
+  Impl(const TrainConfig& c, const Communicator& comm)
+      : mode(resolve_comm(c.comm, comm.local_size())),
+        device(cuda::select_device(comm.local_rank(), comm.local_size(), mode == "nccl", "--device cuda")),
+        ctx(device), timeout_s(c.collective_timeout_s) {}
+
+  struct Slot {
+    Tensor images, labels;  // device memory, grown to the largest batch
+    cuda::Event copied;     // on the copy stream: the batch is on the device
+    cuda::Event consumed;   // on the compute stream: the last work reading the slot is queued before it
+    bool recorded = false;  // consumed has been recorded at least once
+  };
+
+  std::string mode;
+  int device;
+  cuda::Context ctx;
+  double timeout_s;
+  cuda::Stream copy_stream;
+  std::shared_ptr<cuda::PinnedAllocator> pinned = std::make_shared<cuda::PinnedAllocator>();
+  std::unique_ptr<NcclCommunicator> nccl;
+  Slot slots[2];
+  int next = 0;
+  bool any = false;
+  Batch current;
+};
+
+DeviceRuntime::DeviceRuntime(const TrainConfig& config, const Communicator& comm)
+    : impl_(std::make_unique<Impl>(config, comm)) {}
+
+DeviceRuntime::~DeviceRuntime() {
+  if (impl_) (void)cudaDeviceSynchronize();  // queued copies and kernels finish before their memory goes
+}
+
+void DeviceRuntime::connect(Communicator& comm) {
+  if (impl_->mode != "nccl") return;
+  NcclCommunicator::Options o;
+  o.timeout_s = impl_->timeout_s;
+  impl_->nccl = NcclCommunicator::create(comm, impl_->device, o);
+}
+
+cuda::Context& DeviceRuntime::gpu() { return impl_->ctx; }
+NcclCommunicator* DeviceRuntime::nccl() { return impl_->nccl.get(); }
+const std::string& DeviceRuntime::comm_mode() const { return impl_->mode; }
+std::shared_ptr<Allocator> DeviceRuntime::device_allocator() { return impl_->ctx.allocator(); }
+std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return impl_->pinned; }
+
+const Batch& DeviceRuntime::upload(const Batch& host) {
+  Impl& m = *impl_;
+  const cuda::Stream& compute = m.ctx.stream();
+  // Everything reading the previous batch's slot is queued by now.
+  if (m.any) {
+    Impl::Slot& prev = m.slots[m.next ^ 1];
+    prev.consumed.record(compute);
+    prev.recorded = true;
+  }
+  Impl::Slot& s = m.slots[m.next];
+  if (!s.images.defined() || s.images.numel() < host.images.numel()) {
+    m.ctx.synchronize();  // the old block may still be read by queued work
+    s.images = Tensor::zeros(Shape{host.images.numel()}, DType::F32, m.ctx.allocator());
+  }
+  if (!s.labels.defined() || s.labels.numel() < host.labels.numel()) {
+    m.ctx.synchronize();
+    s.labels = Tensor::zeros(Shape{host.labels.numel()}, DType::I32, m.ctx.allocator());
+  }
+  if (s.recorded) s.consumed.wait_on(m.copy_stream);
+  LS_CUDA_CHECK(cudaMemcpyAsync(s.images.raw_data(), host.images.raw_data(), host.images.nbytes(),
+                                cudaMemcpyHostToDevice, m.copy_stream.get()));
+  LS_CUDA_CHECK(cudaMemcpyAsync(s.labels.raw_data(), host.labels.raw_data(), host.labels.nbytes(),
+                                cudaMemcpyHostToDevice, m.copy_stream.get()));
+  s.copied.record(m.copy_stream);
+  s.copied.wait_on(compute);
+  s.copied.synchronize();  // the host slot has been read: the loader may refill it
+  m.current.images = s.images.slice(0, host.images.shape());
+  m.current.labels = s.labels.slice(0, host.labels.shape());
+  m.current.index = host.index;
+  m.next ^= 1;
+  m.any = true;
+  return m.current;
+}
+
+void DeviceRuntime::synchronize() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+std::string DeviceRuntime::describe() const {
+  return fmt::format("{}, --comm {}", cuda::device_info(impl_->device).str(), impl_->mode);
+}
+
+std::string DeviceRuntime::memory_report() const {
+  const cuda::AllocatorStats s = impl_->ctx.allocator()->stats();
+  return fmt::format("GPU memory: peak {:.1f} MiB allocated, peak {:.1f} MiB reserved, {} cudaMalloc calls",
+                     static_cast<double>(s.peak_allocated_bytes) / (1 << 20),
+                     static_cast<double>(s.peak_reserved_bytes) / (1 << 20), s.device_mallocs);
+}
+
+#else  // a build without CUDA: options refuse --device cuda before anything gets here
+
+struct DeviceRuntime::Impl {};
+DeviceRuntime::DeviceRuntime(const TrainConfig&, const Communicator&) {
+  LS_INPUT_ERROR("--device cuda: this build has no CUDA support");
+}
+DeviceRuntime::~DeviceRuntime() = default;
+void DeviceRuntime::connect(Communicator&) {}
+cuda::Context& DeviceRuntime::gpu() { LS_THROW("no GPU in this build"); }
+NcclCommunicator* DeviceRuntime::nccl() { return nullptr; }
+const std::string& DeviceRuntime::comm_mode() const {
+  static const std::string none = "none";
+  return none;
+}
+std::shared_ptr<Allocator> DeviceRuntime::device_allocator() { return cpu_allocator(); }
+std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return cpu_allocator(); }
+const Batch& DeviceRuntime::upload(const Batch& host) { return host; }
+void DeviceRuntime::synchronize() {}
+std::string DeviceRuntime::describe() const { return "none"; }
+std::string DeviceRuntime::memory_report() const { return ""; }
+
+#endif
+
+}  // namespace lockstep

@@ -1,0 +1,58 @@
+// DeviceRuntime: the trainer's GPU side, one per rank (--device cuda).
+//
+//   constructor  local: picks the rank's GPU from its local rank (--comm nccl
+//                needs a GPU per local rank; --comm mpi lets ranks share one),
+//                makes the device context (compute stream, caching allocator,
+//                cuBLAS/cuDNN handles) and a copy stream.
+//   connect()    collective when --comm is nccl: bootstraps the NCCL
+//                communicator through the host communicator (MPI).
+//   upload()     a host batch to the device: the copy stream waits until the
+//                compute stream has finished with the device slot's previous
+//                batch, copies from the loader's page-locked slot, and the
+//                compute stream waits for the copy (events: no host stall of
+//                the GPU). Returns once the host batch has been read, so the
+//                loader may refill it.
+// Without CUDA support the constructor throws (options refuse --device cuda
+// earlier, with a one-line error).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "data/loader.h"
+#include "options.h"
+
+namespace lockstep {
+
+namespace cuda {
+class Context;
+}
+class NcclCommunicator;
+
+class DeviceRuntime {
+ public:
+  DeviceRuntime(const TrainConfig& config, const Communicator& comm);
+  ~DeviceRuntime();
+  DeviceRuntime(const DeviceRuntime&) = delete;
+  DeviceRuntime& operator=(const DeviceRuntime&) = delete;
+
+  void connect(Communicator& comm);  // collective (nccl)
+
+  cuda::Context& gpu();
+  NcclCommunicator* nccl();  // null before connect() and with --comm mpi
+  const std::string& comm_mode() const;  // "nccl" or "mpi" (--comm auto resolved)
+  std::shared_ptr<Allocator> device_allocator();
+  std::shared_ptr<Allocator> host_allocator();  // page-locked: the loaders' batch slots
+
+  const Batch& upload(const Batch& host);
+  void synchronize();  // waits for all queued device work
+  std::string describe() const;  // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), --comm nccl"
+  std::string memory_report() const;  // caching allocator peak/reserved bytes
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockstep
