@@ -9,7 +9,13 @@
 # Uses the bundle's binaries, shared libraries and relocated Open MPI; finds the
 # CUDA libraries in PyTorch's Python packages (or /usr/local/cuda). Runs the GPU
 # tests (parity of every GPU op with its CPU op, the CUDA runtime layer), the
-# NCCL tests at N=1 and the MPI-staged tests with 2 ranks sharing the GPU.
+# NCCL tests at N=1 and the MPI-staged tests with 2 ranks sharing the GPU;
+# then the trainer: lenet on Fashion-MNIST on the CPU and on the GPU (same
+# seed and flags; the GPU's test accuracy must be within 0.5 points), with NCCL
+# at N=1 and with 2 ranks sharing the GPU through --comm mpi; and the
+# benchmarks: convnet at batch 1024 and resnet50 at 224x224, batch 128, against
+# PyTorch (eager and torch.compile, scripts/bench/torch_gpu.py), plus the floor
+# (matmul TFLOP/s, copy bandwidth). Timings land in OUT_DIR/bench.jsonl.
 # Writes OUT_DIR/summary.txt (one line per step: PASS/FAIL/SKIP, seconds) and a
 # log per step; exits non-zero when any step failed.
 set -uo pipefail
@@ -20,6 +26,7 @@ mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
 # pack.sh leaves bundle.tar.xz: unpack it next to a scratch copy (the carried
 # folder may be read-only).
+DATA="$B/data/fashion-mnist"
 if [[ -f "$B/bundle.tar.xz" ]]; then
   U="$(mktemp -d /tmp/lockstep-bundle.XXXXXX)"
   tar -C "$U" -xJf "$B/bundle.tar.xz" || { echo "check.sh: cannot unpack $B/bundle.tar.xz" >&2; exit 2; }
@@ -71,6 +78,52 @@ step gpu_tests        gpu_tests --durations yes
 step nccl.np1         mpirun -np 1 gpu_mpi_tests "[nccl]"
 step staged.np2       mpirun -np 2 gpu_mpi_tests "[staged]"
 step nccl_timeout.np1 mpirun -np 1 gpu_mpi_tests "[nccl_timeout]"
+
+# ---- training on the GPU (Fashion-MNIST from the bundle) ----
+TRAIN=(--model lenet --epochs 3 --batch-size 128 --optimizer sgd --lr 0.05 --momentum 0.9 --seed 1 --progress off
+       --data-dir "$DATA")
+step train.lenet.cpu       trainer "${TRAIN[@]}" --device cpu --metrics-file "$OUT/lenet-cpu.jsonl"
+step train.lenet.cuda      trainer "${TRAIN[@]}" --device cuda --metrics-file "$OUT/lenet-cuda.jsonl"
+step train.lenet.nccl.np1  mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --metrics-file "$OUT/lenet-nccl1.jsonl"
+step train.lenet.mpi.np2   mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
+                             --metrics-file "$OUT/lenet-mpi2.jsonl"
+# The GPU run must reach the CPU run's test accuracy (within 0.5 points).
+compare_lenet() {
+  python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+def last(name):
+    e = [json.loads(l) for l in open(f"{out}/lenet-{name}.jsonl") if l.strip()]
+    return 100 * [x for x in e if x["type"] == "epoch"][-1]["test_acc"]
+acc = {n: last(n) for n in ("cpu", "cuda", "nccl1", "mpi2")}
+print("lenet, 3 epochs, test accuracy %:", ", ".join(f"{k} {v:.2f}" for k, v in acc.items()))
+bad = [k for k in ("cuda", "nccl1", "mpi2") if abs(acc[k] - acc["cpu"]) > 0.5]
+print("more than 0.5 points from the CPU run:", ", ".join(bad) or "none")
+sys.exit(1 if bad else 0)
+PY
+}
+step compare.lenet compare_lenet
+
+# ---- benchmarks: lockstep vs PyTorch on the same model, batch and precision ----
+PY="${PYTHON:-python3}"
+[[ -x /opt/torch/.venv/bin/python ]] && PY="${PYTHON:-/opt/torch/.venv/bin/python}"
+bench_lockstep() {  # name model batch [flags...]
+  local name=$1 model=$2 batch=$3; shift 3
+  trainer --model "$model" --benchmark --device cuda --batch-size "$batch" --max-steps 60 --progress off \
+    --metrics-file "$OUT/$name.jsonl" "$@"
+}
+step bench.floor                  "$PY" "$ROOT/scripts/bench/torch_gpu.py" --floor
+step bench.convnet.lockstep       bench_lockstep bench-convnet convnet 1024
+step bench.convnet.torch.eager    "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024
+step bench.convnet.torch.compile  "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 --compile
+step bench.resnet50.lockstep      bench_lockstep bench-resnet50 resnet50 128
+step bench.resnet50.torch.eager   "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+                                    --channels 3 --image-size 224 --classes 1000 --steps 60
+step bench.resnet50.torch.compile "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+                                    --channels 3 --image-size 224 --classes 1000 --steps 60 --compile
+# Every machine-readable line in one file.
+for f in "$OUT"/bench.*.log; do grep -h '^{' "$f" 2>/dev/null; done > "$OUT/bench.jsonl"
+for f in "$OUT"/bench-*.jsonl; do grep -h '"summary"' "$f" 2>/dev/null; done >> "$OUT/bench.jsonl"
 
 echo "check.sh: $(grep -c PASS "$SUMMARY") passed, $(grep -c FAIL "$SUMMARY") failed, $(grep -c SKIP "$SUMMARY") skipped; logs in $OUT" | tee -a "$SUMMARY"
 exit $failed

@@ -12,15 +12,15 @@
 # the bundle: bin/ (the binaries), lib/ (every shared library they load except
 # glibc's own and the CUDA libraries, which come from the GPU machine), and
 # openmpi/ (mpirun, orted, the MCA and PMIx plugins and help files in Open MPI's
-# own relative layout, relocated there with OPAL_PREFIX). Fashion-MNIST (30 MB)
-# joins with the GPU training run. The packed file must stay under the 64 MiB
+# own relative layout, relocated there with OPAL_PREFIX), and data/: Fashion-MNIST
+# (30 MB, already compressed) for the training runs. The bundle must stay under the 64 MiB
 # a device call may carry; the script prints its size and fails above 48 MiB.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUNDLE="${1:-$ROOT/.gpu-bundle}"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
 ARCHS="${CUDA_ARCHS:-90}"
-TARGETS=(gpu_tests gpu_mpi_tests)
+TARGETS=(gpu_tests gpu_mpi_tests trainer)
 
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
@@ -62,6 +62,9 @@ for obj in "${objs[@]}"; do
 done
 
 cp "$ROOT/scripts/gpu/check.sh" "$BUNDLE/"
+# Fashion-MNIST for the GPU training runs (already gzip-compressed: kept out of the tar).
+mkdir -p "$BUNDLE/data/fashion-mnist"
+cp /usr/share/datasets/fashion-mnist/*-ubyte.gz "$BUNDLE/data/fashion-mnist/"
 git -C "$ROOT" rev-parse HEAD > "$BUNDLE/COMMIT" 2>/dev/null || echo unknown > "$BUNDLE/COMMIT"
 
 # One compressed file travels (OpenBLAS alone is 36 MB unpacked).

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""PyTorch GPU reference for lockstep's GPU training benchmark, and the floor.
+
+Model mode: trains the same model as lockstep (scripts/bench/torch_models.py:
+same layers and optimizer) on synthetic data on one GPU, eager or under
+torch.compile, fp32 (TF32 off, as lockstep's fp32 path) or bf16 autocast,
+and prints the median images/s over timed windows (torch.cuda.synchronize at
+each window's end). Last line is machine-readable JSON.
+
+--floor: the rates a step time is compared with: dense matmul TFLOP/s (fp32
+without TF32, and bf16) and device-to-device copy bandwidth.
+Runs with PyTorch 2.x on a CUDA machine (the project's lent H100/H200).
+"""
+import argparse, json, os, statistics, sys, time
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_models import TorchModel  # noqa: E402
+
+
+def timed(fn, reps):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / reps
+
+
+def floor():
+    out = {"impl": "floor", "device": torch.cuda.get_device_name()}
+    n = 8192
+    for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        a = torch.randn(n, n, device="cuda", dtype=dt)
+        b = torch.randn(n, n, device="cuda", dtype=dt)
+        timed(lambda: a @ b, 3)
+        s = min(timed(lambda: a @ b, 10) for _ in range(3))
+        out[f"matmul_{name}_tflops"] = 2 * n ** 3 / s / 1e12
+    x = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    timed(lambda: y.copy_(x), 3)
+    s = min(timed(lambda: y.copy_(x), 20) for _ in range(3))
+    out["copy_gb_per_s"] = 2 * x.numel() / s / 1e9  # read + write
+    print(f"floor on {out['device']}: fp32 matmul {out['matmul_fp32_tflops']:.1f} TFLOP/s, "
+          f"bf16 matmul {out['matmul_bf16_tflops']:.1f} TFLOP/s, copy {out['copy_gb_per_s']:.0f} GB/s")
+    print(json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="convnet")
+    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--window", type=int, default=10, help="steps per timed window")
+    ap.add_argument("--channels", type=int, default=1)
+    ap.add_argument("--image-size", type=int, default=28)
+    ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--floor", action="store_true")
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32, as in lockstep
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    if a.floor:
+        return floor()
+    torch.manual_seed(0)
+    model = TorchModel(a.model, in_ch=a.channels, classes=a.classes, hw=a.image_size).cuda()
+    model.train()
+    opt = (torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if a.optimizer == "sgd"
+           else torch.optim.Adam(model.parameters(), lr=1e-3))
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.rand(a.batch_size, a.channels, a.image_size, a.image_size, device="cuda")
+    y = torch.randint(0, a.classes, (a.batch_size,), device="cuda")
+    fwd = torch.compile(model) if a.compile else model
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = loss_fn(fwd(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    rates = []
+    for _ in range(a.steps // a.window):
+        rates.append(a.batch_size / timed(step, a.window))  # timed(): seconds per step
+    med = statistics.median(rates)
+    mode = "compile" if a.compile else "eager"
+    print(f"torch {torch.__version__} {mode} {a.precision} {a.model} {a.channels}x{a.image_size}x{a.image_size} "
+          f"batch {a.batch_size} on {torch.cuda.get_device_name()}: "
+          f"median {med:,.0f} img/s over {len(rates)} windows of {a.window} steps")
+    print(json.dumps({"impl": "pytorch", "version": torch.__version__, "mode": mode, "precision": a.precision,
+                      "model": a.model, "batch": a.batch_size, "device": torch.cuda.get_device_name(),
+                      "images_per_sec": med}))
+
+
+if __name__ == "__main__":
+    main()
