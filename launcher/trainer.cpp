@@ -25,6 +25,7 @@
 #include "nn/loss.h"
 #include "progress.h"
 #include "recipe.h"
+#include "reductions.h"
 #include "registry.h"
 #include "stop_signals.h"
 
@@ -56,66 +57,9 @@ int available_cores() {
   return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
-// Loss, correct predictions and samples, summed locally, reduced over ranks.
-struct Sums {
-  double loss = 0, correct = 0, count = 0;
-  void add(const LossStats& s) {
-    loss += s.loss_sum;
-    correct += static_cast<double>(s.correct);
-    count += static_cast<double>(s.count);
-  }
-  Sums reduced(Communicator& comm, CollectiveTracker& tracker, CollectiveKind kind) const {
-    CollectiveScope scope(&tracker, kind);
-    Tensor t = Tensor::zeros(Shape{3}, DType::F64);
-    double* p = t.data<double>();
-    p[0] = loss;
-    p[1] = correct;
-    p[2] = count;
-    comm.allreduce(t, ReduceOp::Sum);
-    return {p[0], p[1], p[2]};
-  }
-  double mean_loss() const { return count > 0 ? loss / count : 0.0; }
-  double acc() const { return count > 0 ? correct / count : 0.0; }
-};
-
-// Sums batch norm statistics over the ranks for --sync-batchnorm. Runs on the
-// training thread with the trainer's communicator; gradient buckets travel on
-// the communication thread's own duplicate, so the two never mix.
-class CommStatsReducer final : public StatsReducer {
- public:
-  CommStatsReducer(Communicator& comm, CollectiveTracker& tracker) : comm_(comm), tracker_(tracker) {}
-  void sum(double* values, int64_t n) override {
-    if (buf_.numel() < n) buf_ = Tensor::zeros(Shape{n}, DType::F64);
-    Tensor t = buf_.narrow_rows(n);
-    std::copy_n(values, n, t.data<double>());
-    {
-      CollectiveScope scope(&tracker_, CollectiveKind::BatchNormSync);
-      comm_.allreduce(t, ReduceOp::Sum);
-    }
-    std::copy_n(t.data<double>(), n, values);
-  }
-
- private:
-  Communicator& comm_;
-  CollectiveTracker& tracker_;
-  Tensor buf_;
-};
-
 // Steps between the GPU path's checks that the training loss is finite (each
 // check waits for the GPU; the CPU path checks every step for free).
 constexpr int64_t kGpuLossCheckEvery = 50;
-
-// All-reduce of a tensor in host or device memory (device: through a host
-// copy; for buffers and checks, off the per-step path).
-void allreduce_any(Communicator& comm, Tensor& t, ReduceOp op) {
-  if (t.device().is_cpu()) {
-    comm.allreduce(t, op);
-    return;
-  }
-  Tensor h = on_host(t);
-  comm.allreduce(h, op);
-  t.copy_from(h);
-}
 
 std::string param_signature(const ParameterStore& params) {
   std::string sig;
@@ -327,7 +271,7 @@ void Trainer::start() {
 void Trainer::sync_buffers() {
   if (comm_.size() == 1 || model_->buffers().padded_numel() == 0) return;
   CollectiveScope scope(&tracker_, CollectiveKind::BufferSync);
-  allreduce_any(comm_, model_->buffers().values(), ReduceOp::Average);
+  allreduce_via_host(comm_, model_->buffers().values(), ReduceOp::Average);
 }
 
 EvalResult Trainer::evaluate() {

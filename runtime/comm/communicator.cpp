@@ -90,4 +90,24 @@ void SingleProcessCommunicator::allgather(const Tensor& in, Tensor& out) {
   out.copy_from(in);
 }
 
+void allreduce_via_host(Communicator& comm, Tensor& t, ReduceOp op) {
+  if (t.device().is_cpu()) {
+    comm.allreduce(t, op);
+    return;
+  }
+  Tensor h = on_host(t);
+  comm.allreduce(h, op);
+  t.copy_from(h);
+}
+
+void broadcast_via_host(Communicator& comm, Tensor& t, int root) {
+  if (t.device().is_cpu()) {
+    comm.broadcast(t, root);
+    return;
+  }
+  Tensor h = on_host(t);
+  comm.broadcast(h, root);
+  t.copy_from(h);
+}
+
 }  // namespace lockstep

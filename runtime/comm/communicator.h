@@ -74,6 +74,11 @@ void round_to_wire(Tensor& t, WireType wire);
 std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine);
 // Rank `root`'s string on every rank.
 std::string broadcast_string(Communicator& comm, const std::string& s, int root);
+// allreduce / broadcast of a tensor in host or device memory: a device tensor
+// travels through a host copy (off the hot path: state broadcast at start,
+// batch-norm buffers before evaluation and saving).
+void allreduce_via_host(Communicator& comm, Tensor& t, ReduceOp op);
+void broadcast_via_host(Communicator& comm, Tensor& t, int root);
 // Convenience reductions of a few scalars.
 double allreduce_scalar(Communicator& comm, double v, ReduceOp op);
 

@@ -86,24 +86,10 @@ void DistributedOptimizer::drain() {
   if (gpu_reducer_) gpu_reducer_->drain();
 }
 
-namespace {
-// Broadcast of a tensor in host or device memory (device: through a host copy;
-// once per run, off the hot path).
-void broadcast_any(Communicator& comm, Tensor& t, int root) {
-  if (t.device().is_cpu()) {
-    comm.broadcast(t, root);
-    return;
-  }
-  Tensor h = on_host(t);
-  comm.broadcast(h, root);
-  t.copy_from(h);
-}
-}  // namespace
-
 void DistributedOptimizer::broadcast_state(int root) {
   CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
-  broadcast_any(comm_, params_.values(), root);
-  for (auto& [name, t] : opt_.state()) broadcast_any(comm_, *t, root);
+  broadcast_via_host(comm_, params_.values(), root);
+  for (auto& [name, t] : opt_.state()) broadcast_via_host(comm_, *t, root);
   Tensor steps = Tensor::zeros(Shape{1}, DType::I64);
   steps.data<int64_t>()[0] = opt_.steps();
   comm_.broadcast(steps, root);
