@@ -435,8 +435,6 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
                  "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);
   c.grad_compression = one_of("grad-compression", str("grad-compression"), {"none", "fp16", "bf16"});
-  LS_CHECK_INPUT(c.grad_compression == "none" || c.device != "cuda",
-                 "--grad-compression {}: not implemented on the GPU path yet (--device cuda)", c.grad_compression);
   c.check_replicas_every = non_negative("check-replicas-every");
   c.inject_fault = str("inject-fault");
   if (!c.inject_fault.empty()) {

@@ -9,6 +9,7 @@
 #include "comm/nccl_communicator.h"
 #include "comm/staged_allreduce.h"
 #include "cuda/context.h"
+#include "ops/elementwise_cuda.h"
 #endif
 
 namespace lockstep {
@@ -20,6 +21,9 @@ struct GpuGradReducer::Impl {
     LS_CHECK(grads.device().is_cuda() && grads.dtype() == DType::F32, "GpuGradReducer: gradients must be F32 on a GPU");
     if (nccl) {
       ready_events.resize(buckets.size());
+      if (options.wire != WireType::F32)
+        wire_buf = Tensor::zeros(Shape{grads.numel()}, options.wire == WireType::BF16 ? DType::BF16 : DType::F16,
+                                 gpu.allocator());
     } else {
       staged = std::make_unique<StagedAllreduce>();
     }
@@ -29,8 +33,22 @@ struct GpuGradReducer::Impl {
     const Bucket& b = buckets[i];
     ready_events[i].record(gpu.stream());
     CollectiveScope scope(options.tracker, CollectiveKind::Bucket, static_cast<int32_t>(i));
-    nccl->allreduce(grads.data<float>() + b.begin, b.numel(), DType::F32,
-                    options.average ? ReduceOp::Average : ReduceOp::Sum, &ready_events[i]);
+    const ReduceOp op = options.average ? ReduceOp::Average : ReduceOp::Sum;
+    float* g = grads.data<float>() + b.begin;
+    if (options.wire == WireType::F32) {
+      nccl->allreduce(g, b.numel(), DType::F32, op, &ready_events[i]);
+      return;
+    }
+    // Round, reduce and widen on the communication stream, after the bucket's
+    // gradients are final; the 16-bit buffer is reused step after step in
+    // stream order.
+    const cudaStream_t s = nccl->stream().get();
+    const auto kind = options.wire == WireType::BF16 ? ops::Float16Kind::BF16 : ops::Float16Kind::F16;
+    void* w = static_cast<char*>(wire_buf.raw_data()) + b.begin * 2;
+    ready_events[i].wait_on(nccl->stream());
+    ops::to_16bit_cuda(b.numel(), kind, g, w, s);
+    nccl->allreduce(w, b.numel(), wire_buf.dtype(), op, nullptr);
+    ops::from_16bit_cuda(b.numel(), kind, w, g, s);
   }
 
   cuda::Context& gpu;
@@ -39,6 +57,7 @@ struct GpuGradReducer::Impl {
   Tensor grads;
   std::vector<Bucket> buckets;
   Options options;
+  Tensor wire_buf;                        // nccl with a 16-bit wire: the rounded gradients
   std::unique_ptr<StagedAllreduce> staged;
   std::vector<cuda::Event> ready_events;  // nccl: per bucket, on the compute stream
   cuda::Event done[2];                    // this step's and the previous step's collectives finished
@@ -83,7 +102,8 @@ void GpuGradReducer::finish() {
     m.ready_events[0].record(m.gpu.stream());
     {
       CollectiveScope scope(m.options.tracker, CollectiveKind::Bucket, 0);
-      m.staged->allreduce(m.host, m.grads.raw_data(), m.grads.numel(), ReduceOp::Sum, &m.ready_events[0]);
+      m.staged->allreduce(m.host, m.grads.raw_data(), m.grads.numel(), ReduceOp::Sum, &m.ready_events[0],
+                          m.options.wire);
     }
     m.staged->record_done(m.done[0]);
     m.done[0].wait_on(m.gpu.stream());

@@ -18,6 +18,16 @@
 //           (StagedAllreduce), the whole buffer once per step after backward:
 //           how several ranks share one GPU (NCCL refuses that). Summed, so
 //           the optimizer scales by 1/N.
+//
+// Gradient compression (Options::wire fp16 or bf16, --grad-compression):
+//   nccl    per bucket, on the communication stream: the fp32 gradients are
+//           rounded into a persistent 16-bit buffer, all-reduced in that type
+//           (NCCL adds in 16 bits along its ring or tree, as Horovod's fp16
+//           compression does) and widened back into the fp32 buffer: half the
+//           bytes on the wire.
+//   mpi     the host reduction is the CPU path's ordered sum with the wire
+//           type (every contribution and the result rounded to 16 bits); the
+//           device <-> host copies stay fp32.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +53,7 @@ class GpuGradReducer {
   struct Options {
     bool overlap = true;        // nccl: reduce buckets during backward
     bool average = true;        // false: sum
+    WireType wire = WireType::F32;  // 16-bit: gradient compression (see above)
     double timeout_s = 300;     // nccl: limit on waiting for a step's collectives (<= 0: none)
     Timeline* timeline = nullptr;
     CollectiveTracker* tracker = nullptr;

@@ -46,8 +46,9 @@ void StagedAllreduce::reserve(size_t bytes) {
 }
 
 void StagedAllreduce::allreduce(Communicator& host_comm, void* device_buf, int64_t count, ReduceOp op,
-                                const cuda::Event* ready) {
+                                const cuda::Event* ready, WireType wire) {
   LS_CHECK(count >= 0, "staged allreduce of {} elements", count);
+  LS_CHECK(wire == WireType::F32 || op == ReduceOp::Sum, "staged allreduce: a 16-bit wire type needs a sum");
   if (count == 0) return;
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   reserve(bytes);
@@ -60,7 +61,10 @@ void StagedAllreduce::allreduce(Communicator& host_comm, void* device_buf, int64
   // The pinned block as a host tensor (no copy; the block stays ours).
   Tensor staged =
       Tensor::zeros(Shape{count}, DType::F32, std::make_shared<BorrowedAllocator>(host, capacity_, host_));
-  host_comm.allreduce(staged, op);
+  if (wire == WireType::F32)
+    host_comm.allreduce(staged, op);
+  else
+    host_comm.allreduce_sum_ordered(staged, wire);
 
   LS_CUDA_CHECK(cudaMemcpyAsync(device_buf, host, bytes, cudaMemcpyHostToDevice, stream_.get()));
 }

@@ -35,8 +35,12 @@ class StagedAllreduce {
 
   // In place over the ranks of `host_comm`: `count` F32 elements at
   // `device_buf`. Blocks the host for the device -> host copy and the MPI
-  // collective; the copy back is left queued (see record_done).
-  void allreduce(Communicator& host_comm, void* device_buf, int64_t count, ReduceOp op, const cuda::Event* ready);
+  // collective; the copy back is left queued (see record_done). With a 16-bit
+  // `wire` (op must be Sum) the host sum is Communicator::allreduce_sum_ordered:
+  // contributions and result rounded to the wire type, exactly as on the CPU
+  // path's --grad-compression.
+  void allreduce(Communicator& host_comm, void* device_buf, int64_t count, ReduceOp op, const cuda::Event* ready,
+                 WireType wire = WireType::F32);
   // Records `e` on the copy stream: the result is in device memory when `e` is.
   void record_done(const cuda::Event& e) const { e.record(stream_); }
   // Blocks until the queued copy back has finished.

@@ -4,6 +4,9 @@
 // pairs nvcc could contract), so outputs match the CPU bitwise.
 #include "ops/elementwise_cuda.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 
 #include "core/throw.h"
@@ -67,7 +70,41 @@ __global__ void dropout_backward_kernel(int64_t n, float scale, const uint8_t* m
   for (int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = dy[i] * (static_cast<float>(mask[i]) * scale);
 }
 
+__global__ void to_bf16_kernel(int64_t n, const float* src, __nv_bfloat16* dst) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+__global__ void to_f16_kernel(int64_t n, const float* src, __half* dst) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __float2half_rn(src[i]);
+}
+
+__global__ void from_bf16_kernel(int64_t n, const __nv_bfloat16* src, float* dst) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __bfloat162float(src[i]);
+}
+
+__global__ void from_f16_kernel(int64_t n, const __half* src, float* dst) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __half2float(src[i]);
+}
+
 }  // namespace
+
+void to_16bit_cuda(int64_t n, Float16Kind kind, const float* src, void* dst, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (kind == Float16Kind::BF16)
+    to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, src, static_cast<__nv_bfloat16*>(dst));
+  else
+    to_f16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, src, static_cast<__half*>(dst));
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void from_16bit_cuda(int64_t n, Float16Kind kind, const void* src, float* dst, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (kind == Float16Kind::BF16)
+    from_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, static_cast<const __nv_bfloat16*>(src), dst);
+  else
+    from_f16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, static_cast<const __half*>(src), dst);
+  LS_CUDA_CHECK_LAUNCH();
+}
 
 void relu_forward_cuda(int64_t n, const float* x, float* y, cudaStream_t stream) {
   if (n <= 0) return;

@@ -1,5 +1,6 @@
 // Elementwise kernels on flat fp32 device arrays (GPU): ReLU, residual
-// additions, scaling and dropout; the GPU twins of ops/elementwise.h.
+// additions, scaling, dropout, and fp32 <-> 16-bit conversion; the GPU twins
+// of ops/elementwise.h (conversion: of dtype.cpp's float_to_bf16/half).
 // Every function queues its work on `stream` and returns (asynchronous); all
 // pointers are device memory; n (or rows * row_len) may be 0. In place is
 // allowed wherever the CPU op allows it (out may equal in). Each output element
@@ -31,5 +32,12 @@ void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t 
                           uint8_t* mask, cudaStream_t stream);
 // dx = dy * mask / (1 - p).                   mask, dy, dx [n]
 void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream);
+
+// 16-bit storage formats for to_16bit_cuda / from_16bit_cuda.
+enum class Float16Kind { F16, BF16 };
+// dst = src rounded to nearest even (IEEE half or bfloat16).   src [n] fp32, dst [n] 16-bit
+void to_16bit_cuda(int64_t n, Float16Kind kind, const float* src, void* dst, cudaStream_t stream);
+// dst = src widened to fp32 (exact).                            src [n] 16-bit, dst [n] fp32
+void from_16bit_cuda(int64_t n, Float16Kind kind, const void* src, float* dst, cudaStream_t stream);
 
 }  // namespace lockstep::ops

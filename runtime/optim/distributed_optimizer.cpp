@@ -53,11 +53,10 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& param
   if (params.device().is_cuda()) {
     LS_CHECK(options.gpu != nullptr, "DistributedOptimizer: parameters on {} but no device context",
              params.device().str());
-    LS_CHECK(options.wire == WireType::F32, "DistributedOptimizer: gradient compression is not implemented on the GPU");
     gpu_reducer_ = std::make_unique<GpuGradReducer>(
         *options.gpu, comm, options.nccl, params.grads(), std::move(plan),
-        GpuGradReducer::Options{options.overlap, options.average, options.timeout_s, options.timeline,
-                                options.tracker});
+        GpuGradReducer::Options{options.overlap, options.average, options.wire, options.timeout_s,
+                                options.timeline, options.tracker});
     return;
   }
   shm_ = share_gradients(params, comm, options);

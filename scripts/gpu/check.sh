@@ -12,7 +12,8 @@
 # NCCL tests at N=1 and the MPI-staged tests with 2 ranks sharing the GPU;
 # then the trainer: lenet on Fashion-MNIST on the CPU and on the GPU (same
 # seed and flags; the GPU's test accuracy must be within 0.5 points), with NCCL
-# at N=1 and with 2 ranks sharing the GPU through --comm mpi; and the
+# at N=1 and with 2 ranks sharing the GPU through --comm mpi, and each of
+# those two with gradient compression (bf16 over NCCL, fp16 staged); and the
 # benchmarks: convnet at batch 1024 and resnet50 at 224x224, batch 128, against
 # PyTorch (eager and torch.compile, scripts/bench/torch_gpu.py), plus the floor
 # (matmul TFLOP/s, copy bandwidth). Timings land in OUT_DIR/bench.jsonl.
@@ -87,6 +88,10 @@ step train.lenet.cuda      trainer "${TRAIN[@]}" --device cuda --metrics-file "$
 step train.lenet.nccl.np1  mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --metrics-file "$OUT/lenet-nccl1.jsonl"
 step train.lenet.mpi.np2   mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
                              --metrics-file "$OUT/lenet-mpi2.jsonl"
+step train.lenet.nccl.bf16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --grad-compression bf16 \
+                             --metrics-file "$OUT/lenet-nccl1-bf16.jsonl"
+step train.lenet.mpi.np2.fp16 mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
+                             --grad-compression fp16 --metrics-file "$OUT/lenet-mpi2-fp16.jsonl"
 # The GPU run must reach the CPU run's test accuracy (within 0.5 points).
 compare_lenet() {
   python3 - "$OUT" <<'PY'
@@ -95,9 +100,10 @@ out = sys.argv[1]
 def last(name):
     e = [json.loads(l) for l in open(f"{out}/lenet-{name}.jsonl") if l.strip()]
     return 100 * [x for x in e if x["type"] == "epoch"][-1]["test_acc"]
-acc = {n: last(n) for n in ("cpu", "cuda", "nccl1", "mpi2")}
+runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16")
+acc = {n: last(n) for n in runs}
 print("lenet, 3 epochs, test accuracy %:", ", ".join(f"{k} {v:.2f}" for k, v in acc.items()))
-bad = [k for k in ("cuda", "nccl1", "mpi2") if abs(acc[k] - acc["cpu"]) > 0.5]
+bad = [k for k in runs[1:] if abs(acc[k] - acc["cpu"]) > 0.5]
 print("more than 0.5 points from the CPU run:", ", ".join(bad) or "none")
 sys.exit(1 if bad else 0)
 PY

@@ -1,5 +1,6 @@
 // GPU collectives under mpirun: the NCCL communicator ([nccl], one GPU per
-// rank) and the MPI-staged allreduce ([staged], ranks may share a GPU).
+// rank), the MPI-staged allreduce ([staged], ranks may share a GPU), and the
+// gradient reducer over each of them, with and without 16-bit compression.
 // Ranks contribute integer-valued, rank-dependent data, so sums are exact and
 // are checked for equality against closed forms. Stream ordering is checked
 // without kernels: a host function holds the compute stream shut (StreamGate)
@@ -20,10 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include "comm/gpu_grad_reducer.h"
 #include "comm/nccl_communicator.h"
 #include "comm/staged_allreduce.h"
 #include "cuda/caching_allocator.h"
 #include "cuda/check.h"
+#include "cuda/context.h"
 #include "cuda/device.h"
 #include "cuda/stream.h"
 #include "mpi_world.h"
@@ -501,4 +504,96 @@ TEST_CASE("staged allreduce runs after `ready`; the compute stream waits for rec
   bool ok = true;
   for (int64_t i = 0; i < len; ++i) ok = ok && out[static_cast<size_t>(i)] == static_cast<float>(sum_of(n, i));
   CHECK(ok);
+}
+
+namespace {
+
+// Rank r's gradient at element i: not representable in 16 bits, so a 16-bit
+// wire must round it.
+float gradient(int r, int64_t i) { return (static_cast<float>(r) + 1.f) * (1.f + static_cast<float>(i % 97) / 1000.f); }
+
+// Two training-like steps of a GpuGradReducer over `grads` (3 buckets, the
+// middle one large), gradients made final bucket by bucket; returns the
+// reduced buffer after the second step and the reducer's grad_scale().
+std::vector<float> reduce_two_steps(cuda::Context& ctx, NcclCommunicator* nccl, WireType wire, float* scale) {
+  Communicator& w = world();
+  const int64_t len = (int64_t{1} << 20) + 1003;
+  std::vector<Bucket> buckets{{0, 1000}, {1000, 1000 + (int64_t{1} << 20)}, {1000 + (int64_t{1} << 20), len}};
+  Tensor grads = Tensor::zeros(Shape{len}, DType::F32, ctx.allocator());
+  GpuGradReducer::Options o;
+  o.wire = wire;
+  o.timeout_s = 60;
+  GpuGradReducer reducer(ctx, w, nccl, grads, buckets, o);
+  std::vector<float> x(static_cast<size_t>(len));
+  for (int64_t i = 0; i < len; ++i) x[static_cast<size_t>(i)] = gradient(w.rank(), i);
+  for (int step = 0; step < 2; ++step) {
+    reducer.arm();
+    copy_from_host(grads, x.data());  // "backward": every gradient written on the host's order
+    for (const Bucket& b : buckets) reducer.ready(b.end);
+    reducer.finish();
+  }
+  reducer.drain();
+  ctx.synchronize();
+  *scale = reducer.grad_scale();
+  return grads.to_vector();
+}
+
+}  // namespace
+
+TEST_CASE("GPU gradient reducer over NCCL: fp32, bf16 and fp16 on the wire", "[nccl]") {
+  if (!nccl_case_can_run()) return;
+  cuda::Context ctx(nccl_device());
+  auto nccl = NcclCommunicator::create(world(), ctx.device());
+  const int n = nccl->size();
+  for (WireType wire : {WireType::F32, WireType::BF16, WireType::F16}) {
+    INFO("wire " << static_cast<int>(wire) << ", " << n << " ranks");
+    float scale = 0;
+    const std::vector<float> got = reduce_two_steps(ctx, nccl.get(), wire, &scale);
+    CHECK(scale == 1.f);  // ncclAvg averaged
+    // Want: the average of the contributions, each rounded to the wire type
+    // first; NCCL's 16-bit additions round again along the way (one 16-bit
+    // ulp per partial sum at most), exact for one rank.
+    const double ulp = wire == WireType::BF16 ? 1.0 / 128 : wire == WireType::F16 ? 1.0 / 1024 : 1e-6;
+    const double tol = n == 1 ? 0.0 : ulp * n;
+    std::vector<double> gotd(got.begin(), got.end()), want(got.size(), 0.0);
+    for (int r = 0; r < n; ++r) {
+      std::vector<float> x(got.size());
+      for (size_t i = 0; i < x.size(); ++i) x[i] = gradient(r, static_cast<int64_t>(i));
+      Tensor v = Tensor::from_vector(Shape{static_cast<int64_t>(x.size())}, x);
+      round_to_wire(v, wire);
+      for (size_t i = 0; i < x.size(); ++i) want[i] += v.data<float>()[i] / static_cast<double>(n);
+    }
+    CHECK(mismatch(gotd, want, tol) == "");
+    if (wire != WireType::F32) {
+      // Compression rounds: some element differs from the fp32 average.
+      bool rounded = false;
+      for (size_t i = 0; i < got.size() && !rounded; ++i) {
+        double avg = 0;
+        for (int r = 0; r < n; ++r) avg += gradient(r, static_cast<int64_t>(i));
+        rounded = got[i] != static_cast<float>(avg / n);
+      }
+      CHECK(rounded);
+    }
+  }
+}
+
+TEST_CASE("GPU gradient reducer staged through MPI: a 16-bit wire sums exactly as the CPU path", "[staged]") {
+  lockstep::testing::note_case_ran();
+  Communicator& w = world();
+  cuda::Context ctx(cuda::select_device(w.local_rank(), w.local_size(), /*exclusive=*/false, "staged test"));
+  for (WireType wire : {WireType::F32, WireType::BF16, WireType::F16}) {
+    INFO("wire " << static_cast<int>(wire) << ", " << w.size() << " ranks");
+    float scale = 0;
+    const std::vector<float> got = reduce_two_steps(ctx, nullptr, wire, &scale);
+    CHECK(scale == 1.f / static_cast<float>(w.size()));  // summed; the optimizer averages
+    // Reference: the CPU path's reductions on host copies of the same gradients.
+    std::vector<float> x(got.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = gradient(w.rank(), static_cast<int64_t>(i));
+    Tensor want = Tensor::from_vector(Shape{static_cast<int64_t>(x.size())}, x);
+    if (wire == WireType::F32)
+      w.allreduce(want, ReduceOp::Sum);
+    else
+      w.allreduce_sum_ordered(want, wire);
+    CHECK(std::memcmp(got.data(), want.raw_data(), want.nbytes()) == 0);  // bitwise
+  }
 }
