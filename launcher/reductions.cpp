@@ -3,6 +3,12 @@
 
 #include <algorithm>
 
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "comm/nccl_communicator.h"
+#include "cuda/context.h"
+#include "cuda/stream.h"
+#endif
+
 namespace lockstep {
 
 void Sums::add(const LossStats& s) {
@@ -21,6 +27,35 @@ Sums Sums::reduced(Communicator& comm, CollectiveTracker& tracker, CollectiveKin
   comm.allreduce(t, ReduceOp::Sum);
   return {p[0], p[1], p[2]};
 }
+
+#ifdef LOCKSTEP_HAVE_CUDA
+CommStatsReducer::CommStatsReducer(Communicator& comm, CollectiveTracker& tracker, NcclCommunicator* nccl)
+    : comm_(comm), tracker_(tracker), nccl_(nccl) {
+  if (nccl_) {
+    ready_ = std::make_unique<cuda::Event>();
+    done_ = std::make_unique<cuda::Event>();
+  }
+}
+
+bool CommStatsReducer::sum_on_device(cuda::Context& gpu, double* values, int64_t n) {
+  if (!nccl_) return false;
+  CollectiveScope scope(&tracker_, CollectiveKind::BatchNormSync);
+  // An event may be recorded again once the waits on its previous record are
+  // queued: cudaStreamWaitEvent takes the record current at the call.
+  ready_->record(gpu.stream());
+  nccl_->allreduce(values, n, DType::F64, ReduceOp::Sum, ready_.get());
+  nccl_->record_done(*done_);
+  done_->wait_on(gpu.stream());
+  return true;
+}
+#else
+CommStatsReducer::CommStatsReducer(Communicator& comm, CollectiveTracker& tracker, NcclCommunicator* nccl)
+    : comm_(comm), tracker_(tracker), nccl_(nccl) {}
+
+bool CommStatsReducer::sum_on_device(cuda::Context&, double*, int64_t) { return false; }
+#endif
+
+CommStatsReducer::~CommStatsReducer() = default;
 
 void CommStatsReducer::sum(double* values, int64_t n) {
   if (buf_.numel() < n) buf_ = Tensor::zeros(Shape{n}, DType::F64);

@@ -219,7 +219,8 @@ void Trainer::start() {
     CollectiveScope scope(&tracker_, CollectiveKind::StateBroadcast);
     comm_.broadcast(model_->buffers().values(), 0);
   }
-  if (c_.sync_batchnorm && comm_.size() > 1) bn_sync_ = std::make_unique<CommStatsReducer>(comm_, tracker_);
+  if (c_.sync_batchnorm && comm_.size() > 1)
+    bn_sync_ = std::make_unique<CommStatsReducer>(comm_, tracker_, dev_ ? dev_->nccl() : nullptr);
   Tensor p = Tensor::zeros(Shape{3}, DType::I64);
   int64_t* v = p.data<int64_t>();
   v[0] = progress_.step;

@@ -139,7 +139,7 @@ void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, T
 namespace {
 
 // Sums `n` doubles of device memory over the ranks through the host (sync
-// batch norm on a GPU): copy down, StatsReducer, copy back, on the stream.
+// batch norm on a GPU without NCCL): copy down, StatsReducer, copy back.
 void sum_through_host(StatsReducer& sync, double* dev, int64_t n, std::vector<double>& host, cudaStream_t stream) {
   host.resize(static_cast<size_t>(n));
   LS_CUDA_CHECK(cudaMemcpyAsync(host.data(), dev, static_cast<size_t>(n) * sizeof(double), cudaMemcpyDeviceToHost,
@@ -175,15 +175,19 @@ void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext&
     ops::batchnorm_count_cuda(s, count, st);
     count_ = static_cast<double>(s.n * s.hw);
     if (ctx.sync) {  // sums and counts of every rank (adjacent: one reduction)
-      sum_through_host(*ctx.sync, sum, C + 1, host_sync_, st);
-      count_ = host_sync_[static_cast<size_t>(C)];
+      // On the device (NCCL) the host never sees the summed count, so the
+      // check below holds this rank to more than one value per channel.
+      if (!ctx.sync->sum_on_device(gpu, sum, C + 1)) {
+        sum_through_host(*ctx.sync, sum, C + 1, host_sync_, st);
+        count_ = host_sync_[static_cast<size_t>(C)];
+      }
       synced_ = true;
     }
     LS_CHECK(count_ > 1, "{}: batch statistics need more than one value per channel (input {})", describe(),
              x.shape().str());
     ops::batchnorm_mean_cuda(C, sum, count, mean, st);
     ops::batchnorm_centered_sumsq_cuda(gpu, s, x.data<float>(), mean, m2);
-    if (synced_) sum_through_host(*ctx.sync, m2, C, host_sync_, st);
+    if (synced_ && !ctx.sync->sum_on_device(gpu, m2, C)) sum_through_host(*ctx.sync, m2, C, host_sync_, st);
     ops::batchnorm_finalize_stats_cuda(C, m2, count, mean, gamma, beta, eps_, momentum_, invstd, scale, shift, rm, rv,
                                        st);
   } else {
@@ -213,7 +217,7 @@ void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor& y, const Tensor& 
   if (!dx) return;
   if (synced_) {
     LS_CHECK(ctx.sync != nullptr, "{}: forward synced its statistics, backward has no reducer", describe());
-    sum_through_host(*ctx.sync, sum_dy, 2 * C, host_sync_, st);
+    if (!ctx.sync->sum_on_device(gpu, sum_dy, 2 * C)) sum_through_host(*ctx.sync, sum_dy, 2 * C, host_sync_, st);
   }
   ops::batchnorm_backward_coeffs_cuda(C, training_, sum_dy, sum_dy_xmu, training_ ? count : nullptr, mean, invstd,
                                       w_->value.data<float>(), a, b, d, st);

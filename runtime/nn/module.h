@@ -31,7 +31,15 @@ enum class Aliasing {
 class StatsReducer {
  public:
   virtual ~StatsReducer() = default;
+  // `n` doubles of host memory, in place.
   virtual void sum(double* values, int64_t n) = 0;
+  // `n` doubles of GPU memory, in place, ordered on gpu's stream with no host
+  // wait (NCCL). False when this reducer cannot (the caller then goes
+  // through the host with sum()); nothing has been queued in that case.
+  virtual bool sum_on_device(cuda::Context& gpu, double* values, int64_t n) {
+    (void)gpu, (void)values, (void)n;
+    return false;
+  }
 };
 
 struct ForwardContext {

@@ -1,6 +1,7 @@
 // GPU collectives under mpirun: the NCCL communicator ([nccl], one GPU per
 // rank), the MPI-staged allreduce ([staged], ranks may share a GPU), and the
-// gradient reducer over each of them, with and without 16-bit compression.
+// gradient reducer over each of them, with and without 16-bit compression,
+// and --sync-batchnorm's statistics summed by NCCL on the device.
 // Ranks contribute integer-valued, rank-dependent data, so sums are exact and
 // are checked for equality against closed forms. Stream ordering is checked
 // without kernels: a host function holds the compute stream shut (StreamGate)
@@ -29,7 +30,11 @@
 #include "cuda/context.h"
 #include "cuda/device.h"
 #include "cuda/stream.h"
+#include "gpu_test_util.h"
 #include "mpi_world.h"
+#include "nn/batchnorm.h"
+#include "nn/parameter_store.h"
+#include "reductions.h"
 
 namespace lockstep::testing {
 const std::string& nccl_skip_reason();  // mpi_gpu_main.cpp
@@ -37,6 +42,8 @@ void note_case_ran();
 }  // namespace lockstep::testing
 
 using namespace lockstep;
+using lockstep::testing::max_rel_diff;
+using lockstep::testing::random_vector;
 using lockstep::testing::world;
 
 namespace {
@@ -595,5 +602,64 @@ TEST_CASE("GPU gradient reducer staged through MPI: a 16-bit wire sums exactly a
     else
       w.allreduce_sum_ordered(want, wire);
     CHECK(std::memcmp(got.data(), want.raw_data(), want.nbytes()) == 0);  // bitwise
+  }
+}
+
+TEST_CASE("sync batch norm: statistics summed by NCCL on the device equal the host path", "[nccl]") {
+  if (!nccl_case_can_run()) return;
+  Communicator& w = world();
+  cuda::Context ctx(nccl_device());
+  auto nccl = NcclCommunicator::create(w, ctx.device());
+  CollectiveTracker tracker;
+  CommStatsReducer via_nccl(w, tracker, nccl.get()), via_host(w, tracker);
+  const int64_t N = 3 + w.rank(), C = 5, H = 6, W = 7;  // uneven shards: counts differ by rank
+  const Shape xs{N, C, H, W};
+
+  // Two identical GPU layers, one per reducer.
+  struct Replica {
+    BatchNorm2d bn{5, 1e-5f, 0.1f};
+    ParameterStore params, buffers;
+  };
+  std::vector<std::unique_ptr<Replica>> reps;
+  for (int k = 0; k < 2; ++k) {
+    auto r = std::make_unique<Replica>();
+    r->bn.declare(r->params, "bn.");
+    r->bn.declare_buffers(r->buffers, "bn.");
+    r->params.finalize();
+    r->buffers.finalize();
+    r->params.to(ctx.allocator());
+    r->buffers.to(ctx.allocator());
+    reps.push_back(std::move(r));
+  }
+  StatsReducer* reducers[2] = {&via_nccl, &via_host};
+  for (int step = 0; step < 2; ++step) {
+    CAPTURE(step, w.rank());
+    const uint64_t seed = 100 + 10 * static_cast<uint64_t>(w.rank()) + static_cast<uint64_t>(step);
+    const Tensor x = Tensor::from_vector(xs, random_vector(xs.numel(), seed, -2.f, 3.f)).to(ctx.allocator());
+    const Tensor dy = Tensor::from_vector(xs, random_vector(xs.numel(), seed + 5)).to(ctx.allocator());
+    std::vector<std::vector<float>> y(2), dx(2), grads(2), running(2);
+    for (int k = 0; k < 2; ++k) {
+      Tensor yt = Tensor::zeros(xs, DType::F32, ctx.allocator()), dxt = Tensor::zeros(xs, DType::F32, ctx.allocator());
+      Tensor dyt = dy.to(ctx.allocator());
+      ForwardContext fc;
+      fc.gpu = &ctx;
+      fc.sync = reducers[k];
+      reps[k]->bn.forward(x, yt, fc);
+      BackwardContext bc;
+      bc.gpu = &ctx;
+      bc.sync = reducers[k];
+      reps[k]->bn.backward(x, yt, dyt, &dxt, bc);
+      ctx.synchronize();
+      y[k] = yt.to_vector();
+      dx[k] = dxt.to_vector();
+      grads[k] = reps[k]->params.grads().to_vector();
+      running[k] = reps[k]->buffers.values().to_vector();
+    }
+    nccl->wait(60);
+    // Both sum in fp64; over NCCL the order of the rank sums may differ.
+    CHECK(max_rel_diff(y[0], y[1]) <= 1e-6);
+    CHECK(max_rel_diff(dx[0], dx[1]) <= 1e-6);
+    CHECK(max_rel_diff(grads[0], grads[1]) <= 1e-6);
+    CHECK(max_rel_diff(running[0], running[1]) <= 1e-6);
   }
 }
