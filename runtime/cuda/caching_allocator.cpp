@@ -23,11 +23,16 @@ CachingAllocator::~CachingAllocator() {
   // Live blocks at destruction belong to tensors that outlive the allocator's
   // owner; they are leaked rather than freed under a user (Storage keeps a
   // shared_ptr to its allocator, so this only happens at process exit).
+  // Never throws (a destructor, possibly during unwinding after a sticky
+  // device error): CUDA calls unchecked.
   std::lock_guard lock(mu_);
-  DeviceGuard guard(device_);
+  int previous = device_;
+  (void)cudaGetDevice(&previous);
+  (void)cudaSetDevice(device_);
   for (auto& [size, blocks] : free_) {
     for (void* p : blocks) cudaFree(p);
   }
+  (void)cudaSetDevice(previous);
 }
 
 void* CachingAllocator::allocate(size_t nbytes) {

@@ -1,6 +1,8 @@
 // Per-rank GPU context construction and the shared scratch workspace.
 #include "cuda/context.h"
 
+#include <utility>
+
 #include "cuda/check.h"
 
 namespace lockstep::cuda {
@@ -25,7 +27,12 @@ Context::~Context() {
 
 void* Context::workspace(size_t bytes) {
   if (bytes <= workspace_bytes_) return workspace_;
-  if (workspace_) allocator_->deallocate(workspace_, workspace_bytes_);
+  // Give the old block back first (an out-of-memory retry can reclaim it),
+  // and forget it before allocating: if allocate() throws, no freed block is
+  // handed out by a later call.
+  void* old = std::exchange(workspace_, nullptr);
+  const size_t old_bytes = std::exchange(workspace_bytes_, 0);
+  if (old) allocator_->deallocate(old, old_bytes);
   workspace_ = allocator_->allocate(bytes);
   workspace_bytes_ = bytes;
   return workspace_;
