@@ -82,13 +82,15 @@ const Batch& DeviceRuntime::upload(const Batch& host) {
     prev.recorded = true;
   }
   Impl::Slot& s = m.slots[m.next];
-  if (!s.images.defined() || s.images.numel() < host.images.numel()) {
-    m.ctx.synchronize();  // the old block may still be read by queued work
-    s.images = Tensor::zeros(Shape{host.images.numel()}, DType::F32, m.ctx.allocator());
-  }
-  if (!s.labels.defined() || s.labels.numel() < host.labels.numel()) {
+  const bool grow_images = !s.images.defined() || s.images.numel() < host.images.numel();
+  const bool grow_labels = !s.labels.defined() || s.labels.numel() < host.labels.numel();
+  if (grow_images || grow_labels) {
+    m.ctx.synchronize();  // the old blocks may still be read by queued work
+    if (grow_images) s.images = Tensor::zeros(Shape{host.images.numel()}, DType::F32, m.ctx.allocator());
+    if (grow_labels) s.labels = Tensor::zeros(Shape{host.labels.numel()}, DType::I32, m.ctx.allocator());
+    // The allocator zero-fills on the compute stream; the copy below runs on
+    // the copy stream: let the fill finish first.
     m.ctx.synchronize();
-    s.labels = Tensor::zeros(Shape{host.labels.numel()}, DType::I32, m.ctx.allocator());
   }
   if (s.recorded) s.consumed.wait_on(m.copy_stream);
   LS_CUDA_CHECK(cudaMemcpyAsync(s.images.raw_data(), host.images.raw_data(), host.images.nbytes(),

@@ -217,7 +217,7 @@ void Trainer::start() {
   dopt_->broadcast_state(0);
   if (model_->buffers().padded_numel() > 0) {  // batch norm running statistics
     CollectiveScope scope(&tracker_, CollectiveKind::StateBroadcast);
-    comm_.broadcast(model_->buffers().values(), 0);
+    broadcast_via_host(comm_, model_->buffers().values(), 0);  // on a GPU: through the host
   }
   if (c_.sync_batchnorm && comm_.size() > 1)
     bn_sync_ = std::make_unique<CommStatsReducer>(comm_, tracker_, dev_ ? dev_->nccl() : nullptr);
@@ -408,6 +408,10 @@ TrainSummary Trainer::run() {
         // A non-finite loss makes the running sum non-finite: the CPU checks every
         // step; the GPU every kGpuLossCheckEvery steps (each check waits for it).
         if (!dev_ || progress_.step % kGpuLossCheckEvery == 0 || s + 1 == steps_now) {
+          // GPU: the read waits for the device, and the compute stream waits for
+          // the previous step's NCCL work; wait for that first, bounded by the
+          // timeout, so a lost peer ends the job instead of hanging the read.
+          if (dev_) dopt_->drain();
           const double l = train_loss.read().loss_sum;
           LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr)", l,
                    dev_ ? "by" : "at", progress_.step);

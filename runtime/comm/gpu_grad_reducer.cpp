@@ -136,7 +136,12 @@ bool GpuGradReducer::overlapping() const { return impl_->nccl && impl_->options.
 
 std::string GpuGradReducer::transport() const {
   if (!impl_->nccl) return "MPI staged through pinned host memory";
-  return fmt::format("NCCL {}.{}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+  // The library loaded at run time (e.g. PyTorch's), and the headers built against when they differ.
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) v = NCCL_VERSION_CODE;
+  std::string s = fmt::format("NCCL {}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+  if (v != NCCL_VERSION_CODE) s += fmt::format(" (built with {}.{}.{})", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+  return s;
 }
 
 #else  // no CUDA: a GPU buffer cannot exist; say so if asked

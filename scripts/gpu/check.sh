@@ -35,11 +35,20 @@ if [[ -f "$B/bundle.tar.xz" ]]; then
 fi
 : > "$SUMMARY"
 
+# PyTorch's Python (its packages hold cuDNN and NCCL; it runs the benchmarks).
+PY="${PYTHON:-python3}"
+[[ -x /opt/torch/.venv/bin/python ]] && PY="${PYTHON:-/opt/torch/.venv/bin/python}"
+# Python and nvidia-smi run with the machine's own libraries, not the bundle's
+# (its Debian 12 libstdc++ may be older than what PyTorch needs).
+HOST_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
+host_env() { LD_LIBRARY_PATH="$HOST_LD_LIBRARY_PATH" "$@"; }
+
 # CUDA libraries: the first directory holding each soname wins.
 cuda_dirs=()
 for so in libcudnn.so.9 libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
   d=""
-  for base in /usr/local/cuda/lib64 $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+  for base in /usr/local/cuda/lib64 $("$PY" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+              /opt/torch/.venv; do
     f="$(find "$base/" -name "$so" 2>/dev/null | head -1)"
     if [[ -n "$f" ]]; then d="$(dirname "$f")"; break; fi
   done
@@ -59,7 +68,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  host_env nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
   echo "cuda libraries: $cuda_path"
 } | tee "$OUT/environment.txt"
 
@@ -92,9 +101,13 @@ step train.lenet.nccl.bf16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --co
                              --metrics-file "$OUT/lenet-nccl1-bf16.jsonl"
 step train.lenet.mpi.np2.fp16 mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
                              --grad-compression fp16 --metrics-file "$OUT/lenet-mpi2-fp16.jsonl"
+# Batch norm across ranks: running statistics broadcast at start, synced
+# statistics (--sync-batchnorm, through the host with --comm mpi).
+step train.resnet20.mpi.np2.syncbn mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
+                             --device cuda --comm mpi --sync-batchnorm --progress off
 # The GPU run must reach the CPU run's test accuracy (within 0.5 points).
 compare_lenet() {
-  python3 - "$OUT" <<'PY'
+  host_env "$PY" - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
 def last(name):
@@ -111,21 +124,19 @@ PY
 step compare.lenet compare_lenet
 
 # ---- benchmarks: lockstep vs PyTorch on the same model, batch and precision ----
-PY="${PYTHON:-python3}"
-[[ -x /opt/torch/.venv/bin/python ]] && PY="${PYTHON:-/opt/torch/.venv/bin/python}"
 bench_lockstep() {  # name model batch [flags...]
   local name=$1 model=$2 batch=$3; shift 3
   trainer --model "$model" --benchmark --device cuda --batch-size "$batch" --max-steps 60 --progress off \
     --metrics-file "$OUT/$name.jsonl" "$@"
 }
-step bench.floor                  "$PY" "$ROOT/scripts/bench/torch_gpu.py" --floor
+step bench.floor                  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --floor
 step bench.convnet.lockstep       bench_lockstep bench-convnet convnet 1024
-step bench.convnet.torch.eager    "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024
-step bench.convnet.torch.compile  "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 --compile
+step bench.convnet.torch.eager    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024
+step bench.convnet.torch.compile  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 --compile
 step bench.resnet50.lockstep      bench_lockstep bench-resnet50 resnet50 128
-step bench.resnet50.torch.eager   "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+step bench.resnet50.torch.eager   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                     --channels 3 --image-size 224 --classes 1000 --steps 60
-step bench.resnet50.torch.compile "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+step bench.resnet50.torch.compile host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                     --channels 3 --image-size 224 --classes 1000 --steps 60 --compile
 # Every machine-readable line in one file.
 for f in "$OUT"/bench.*.log; do grep -h '^{' "$f" 2>/dev/null; done > "$OUT/bench.jsonl"
