@@ -30,6 +30,7 @@
 
 #include "core/throw.h"
 #include "cuda/check.h"
+#include "cuda/bf16.cuh"
 #include "cuda/launch.cuh"
 
 namespace lockstep::ops {
@@ -65,10 +66,8 @@ RowGrid row_grid(int64_t rows, int64_t cols) {
   return {dim3(static_cast<unsigned>(rows), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
 }
 
-__device__ inline float load(const float* p, int64_t i) { return p[i]; }
-__device__ inline float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ inline void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ inline void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+using cuda::load;
+using cuda::store;
 
 // y[r, o] = relu?(acc[r, o] + b[o]) (b nullable). acc may equal y (fp32).
 // acc, y [rows, cols]

@@ -4,13 +4,17 @@
 
 #include <catch2/catch.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cuda/check.h"
 #include "cuda/context.h"
 #include "tensor/tensor.h"
 
@@ -40,6 +44,48 @@ inline std::vector<float> random_vector(int64_t n, uint64_t seed, float lo = -1.
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = dist(gen);
   return v;
+}
+
+// bf16 as raw bits (round to nearest even; the inputs here are finite).
+inline uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline std::vector<uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<uint16_t> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = to_bf16(v[i]);
+  return r;
+}
+inline std::vector<float> bf16_values(const std::vector<uint16_t>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = from_bf16(v[i]);
+  return r;
+}
+// `v` rounded to bf16 and back: what a bf16 store of an fp32 result holds.
+inline std::vector<float> bf16_rounded(const std::vector<float>& v) { return bf16_values(bf16_bits(v)); }
+
+// A BF16 device tensor holding `bits` / the bits of a BF16 device tensor
+// (synchronous: waits for f's stream and the device).
+inline Tensor upload_bf16(GpuFixture& f, const std::vector<uint16_t>& bits) {
+  Tensor t = f.device_zeros(Shape{static_cast<int64_t>(bits.size())}, DType::BF16);
+  f.ctx.synchronize();  // the allocator zero-fills on the context's stream
+  LS_CUDA_CHECK(cudaMemcpy(t.raw_data(), bits.data(), t.nbytes(), cudaMemcpyHostToDevice));
+  LS_CUDA_CHECK(cudaDeviceSynchronize());
+  return t;
+}
+inline std::vector<uint16_t> download_bf16(GpuFixture& f, const Tensor& t) {
+  f.ctx.synchronize();
+  std::vector<uint16_t> bits(static_cast<size_t>(t.numel()));
+  LS_CUDA_CHECK(cudaMemcpy(bits.data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToHost));
+  return bits;
 }
 
 // Largest |a - b| / max(1, |b|) over the elements (b is the CPU reference).

@@ -45,44 +45,6 @@ struct LinearShape {
 };
 const LinearShape kShapes[] = {{1, 7, 5}, {3, 33, 17}, {64, 300, 10}, {128, 257, 129}};
 
-// bf16 as raw bits (round to nearest even; the inputs here are finite).
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-std::vector<uint16_t> bf16_bits(const std::vector<float>& v) {
-  std::vector<uint16_t> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = to_bf16(v[i]);
-  return r;
-}
-std::vector<float> bf16_values(const std::vector<uint16_t>& v) {
-  std::vector<float> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = from_bf16(v[i]);
-  return r;
-}
-
-Tensor upload_bf16(GpuFixture& f, const std::vector<uint16_t>& bits) {
-  Tensor t = f.device_zeros(Shape{static_cast<int64_t>(bits.size())}, DType::BF16);
-  f.ctx.synchronize();  // the allocator zero-fills on the context's stream
-  LS_CUDA_CHECK(cudaMemcpy(t.raw_data(), bits.data(), t.nbytes(), cudaMemcpyHostToDevice));
-  settle();
-  return t;
-}
-std::vector<uint16_t> download_bf16(GpuFixture& f, const Tensor& t) {
-  f.ctx.synchronize();
-  std::vector<uint16_t> bits(static_cast<size_t>(t.numel()));
-  LS_CUDA_CHECK(cudaMemcpy(bits.data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToHost));
-  return bits;
-}
-
 }  // namespace
 
 TEST_CASE_METHOD(GpuFixture, "linear fp32 forward and backward match the CPU", "[linear]") {
