@@ -1,8 +1,10 @@
 // Conv2d through cuDNN's convolution API: descriptors per layer shape and batch
-// size, heuristic algorithm choice (deterministic, fp32 FMA math), and own
-// kernels for the bias + ReLU epilogue, the ReLU mask and the bias gradient.
+// size, heuristic algorithm choice (deterministic; fp32 FMA math, or bf16 on
+// tensor cores), and own kernels for the bias + ReLU epilogue, the ReLU mask,
+// the bias gradient and (bf16) the widening of dw into fp32.
 #include "ops/conv2d_cuda.h"
 
+#include <cuda_bf16.h>
 #include <cudnn.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "core/throw.h"
+#include "cuda/bf16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 
@@ -19,6 +22,9 @@ namespace {
 
 using cuda::kThreads;
 using cuda::blocks_for;
+using cuda::load;
+using cuda::store;
+using bf16 = __nv_bfloat16;
 
 constexpr int kUnroll = 4;
 
@@ -33,29 +39,44 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 // ---- kernels ----
 
+// Kernels are templated on the storage type T (float or bf16): loads widen,
+// arithmetic is fp32 (fp64 for sums), stores round once.
+
 // y[n, c, p] = relu?(y + b[c]) (b nullable). Grid [N * OC planes, chunks of P].
-__global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool relu, float* y) {
+template <typename T>
+__global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool relu, T* y) {
   const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (p >= P) return;
   const int64_t plane = blockIdx.x, i = plane * P + p;
-  float v = y[i];
+  float v = load(y, i);
   if (b) v += b[plane % oc];
-  y[i] = relu ? (v > 0.f ? v : 0.f) : v;
+  store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
 }
 
 // dy = y > 0 ? dy : 0, in place.
-__global__ void relu_mask_kernel(int64_t n, const float* y, float* dy) {
+template <typename T>
+__global__ void relu_mask_kernel(int64_t n, const T* y, T* dy) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    if (!(y[i] > 0.f)) dy[i] = 0.f;
+    if (!(load(y, i) > 0.f)) store(dy, i, 0.f);
+}
+
+// dw[i] = (accumulate ? dw[i] : 0) + dw16[i], widened exactly.   dw16, dw [n]
+__global__ void widen_grad_kernel(int64_t n, const bf16* dw16, float* dw, bool accumulate) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float g = __bfloat162float(dw16[i]);
+    dw[i] = accumulate ? dw[i] + g : g;
+  }
 }
 
 // Bias gradient, two passes as in batchnorm_cuda.cu: block (c, s) sums slice s
 // of channel c's N*P values of dy in double (applying the ReLU mask in place
 // first when `relu`); then each channel's partials are added in slice order.
 // partial [OC][splits]
-__global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int64_t splits, const float* y,
-                                          float* dy, bool relu, double* partial) {
+template <typename T>
+__global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int64_t splits, const T* y, T* dy,
+                                          bool relu, double* partial) {
   __shared__ double sh[kThreads];
   const int64_t c = blockIdx.x, s = blockIdx.y;
   const int64_t end = m * (s + 1) / splits;
@@ -70,10 +91,10 @@ __global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int6
     for (int u = 0; u < kUnroll; ++u) {
       if (j < end) {
         const int64_t off = n * plane_stride + base + p;
-        float g = dy[off];
-        if (relu && !(y[off] > 0.f)) {
+        float g = load(dy, off);
+        if (relu && !(load(y, off) > 0.f)) {
           g = 0.f;
-          dy[off] = 0.f;
+          store(dy, off, 0.f);
         }
         acc += g;
       }
@@ -114,16 +135,17 @@ bool tensor_op_math(cudnnMathType_t m) {
 }
 
 // The first usable entry of a heuristic's list (see the header): first pass
-// deterministic only, second pass any. `workspace_size(algo, &bytes)` is the
-// matching cudnnGet*WorkspaceSize call; its success also confirms that the
-// algorithm supports this configuration.
+// deterministic only, second pass any; tensor-op entries only when
+// `tensor_ops` (bf16). `workspace_size(algo, &bytes)` is the matching
+// cudnnGet*WorkspaceSize call; its success also confirms that the algorithm
+// supports this configuration.
 template <typename Perf, typename WorkspaceSize>
-bool pick(const std::vector<Perf>& perf, int returned, size_t limit, WorkspaceSize workspace_size, Perf& chosen,
-          size_t& bytes) {
+bool pick(const std::vector<Perf>& perf, int returned, size_t limit, bool tensor_ops, WorkspaceSize workspace_size,
+          Perf& chosen, size_t& bytes) {
   for (int pass = 0; pass < 2; ++pass)
     for (int i = 0; i < returned; ++i) {
       const Perf& p = perf[static_cast<size_t>(i)];
-      if (p.status != CUDNN_STATUS_SUCCESS || tensor_op_math(p.mathType)) continue;
+      if (p.status != CUDNN_STATUS_SUCCESS || (!tensor_ops && tensor_op_math(p.mathType))) continue;
       if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
       size_t need = 0;
       if (workspace_size(p.algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
@@ -133,6 +155,8 @@ bool pick(const std::vector<Perf>& perf, int returned, size_t limit, WorkspaceSi
     }
   return false;
 }
+
+cudnnDataType_t cudnn_type(ConvData d) { return d == ConvData::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT; }
 
 struct ReducePlan {
   int64_t m, splits;
@@ -148,6 +172,7 @@ ReducePlan bias_grad_plan(int64_t oc, int64_t m) {
 struct Conv2dCuda::Impl {
   int64_t oc = 0;
   ConvGeometry g{};
+  ConvData data = ConvData::F32;
   size_t limit = 0;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -174,9 +199,10 @@ struct Conv2dCuda::Impl {
     n = -1;  // until everything below has succeeded
     LS_REQUIRE(fits_int(batch) && fits_int(batch * g.c * g.h * g.w) && fits_int(batch * oc * g.oh * g.ow),
                describe(batch) + ": tensors must hold fewer than 2^31 elements");
-    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(batch),
+    const cudnnDataType_t type = cudnn_type(data);
+    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, static_cast<int>(batch),
                                               static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w)));
-    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(batch),
+    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, static_cast<int>(batch),
                                               static_cast<int>(oc), static_cast<int>(g.oh), static_cast<int>(g.ow)));
     int dn = 0, dc = 0, dh = 0, dw = 0;
     LS_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &dn, &dc, &dh, &dw));
@@ -194,7 +220,7 @@ struct Conv2dCuda::Impl {
                                                             &returned, perf.data()));
       cudnnConvolutionFwdAlgoPerf_t p{};
       const bool ok = pick(
-          perf, returned, limit,
+          perf, returned, limit, data == ConvData::BF16,
           [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, bytes);
           },
@@ -212,7 +238,7 @@ struct Conv2dCuda::Impl {
                                                                  &returned, perf.data()));
       cudnnConvolutionBwdDataAlgoPerf_t p{};
       const bool ok = pick(
-          perf, returned, limit,
+          perf, returned, limit, data == ConvData::BF16,
           [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, a, bytes);
           },
@@ -230,7 +256,7 @@ struct Conv2dCuda::Impl {
           handle, x, y, conv, w, static_cast<int>(perf.size()), &returned, perf.data()));
       cudnnConvolutionBwdFilterAlgoPerf_t p{};
       const bool ok = pick(
-          perf, returned, limit,
+          perf, returned, limit, data == ConvData::BF16,
           [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, a, bytes);
           },
@@ -246,7 +272,8 @@ struct Conv2dCuda::Impl {
   }
 };
 
-Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, size_t workspace_limit) : impl_(std::make_unique<Impl>()) {
+Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, size_t workspace_limit)
+    : impl_(std::make_unique<Impl>()) {
   const std::string what = describe(0, oc, g);
   LS_REQUIRE(oc > 0 && g.c > 0 && g.h > 0 && g.w > 0 && g.kh > 0 && g.kw > 0 && g.stride > 0 && g.pad >= 0,
              what + ": invalid shape");
@@ -259,20 +286,24 @@ Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, size_t workspace_limit
   Impl& m = *impl_;
   m.oc = oc;
   m.g = g;
+  m.data = data;
   m.limit = workspace_limit;
   // impl_ is complete: if a call below throws, its destructor frees what was made.
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.x));
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.y));
   LS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&m.w));
   LS_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&m.conv));
-  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(m.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(oc),
+  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(m.w, cudnn_type(data), CUDNN_TENSOR_NCHW, static_cast<int>(oc),
                                             static_cast<int>(g.c), static_cast<int>(g.kh), static_cast<int>(g.kw)));
   LS_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(m.conv, static_cast<int>(g.pad), static_cast<int>(g.pad),
                                                  static_cast<int>(g.stride), static_cast<int>(g.stride), 1, 1,
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  // FMA math: no TF32 (see the header).
-  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, CUDNN_FMA_MATH));
+  // fp32: FMA math, no TF32 (see the header); bf16: tensor cores, fp32 accumulation
+  // (the convolution's compute type above).
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, data == ConvData::BF16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 }
+
+ConvData Conv2dCuda::data() const { return impl_->data; }
 
 Conv2dCuda::~Conv2dCuda() = default;
 Conv2dCuda::Conv2dCuda(Conv2dCuda&&) noexcept = default;
@@ -283,9 +314,61 @@ Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
   return impl_->algos;
 }
 
+namespace {
+
+// The epilogue after cuDNN's forward: bias and ReLU, in place on y.
+template <typename T>
+void bias_relu(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const float* b, bool relu, T* y,
+               const std::string& what) {
+  if (!b && !relu) return;
+  const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
+  const int64_t chunks = (P + threads - 1) / threads;
+  const int64_t planes = n * oc;
+  LS_REQUIRE(planes <= INT_MAX && chunks <= 65535, what + ": output too large for the bias kernel");
+  const dim3 grid(static_cast<unsigned>(planes), static_cast<unsigned>(chunks));
+  bias_relu_kernel<<<grid, threads, 0, ctx.raw_stream()>>>(oc, P, b, relu, y);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+// Before cuDNN's backward: the ReLU mask on dy (in place), fused into the
+// bias-gradient pass when there is one.
+template <typename T>
+void mask_and_bias_grad(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const T* y, T* dy, float* db,
+                        bool accumulate, bool relu) {
+  const cudaStream_t stream = ctx.raw_stream();
+  if (db) {
+    const ReducePlan plan = bias_grad_plan(oc, n * P);
+    // Partials live in the context workspace only until the finish kernel
+    // (stream order): the cuDNN calls after this may reuse the same memory.
+    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
+    const dim3 grid(static_cast<unsigned>(oc), static_cast<unsigned>(plan.splits));
+    bias_grad_partials_kernel<<<grid, kThreads, 0, stream>>>(oc, P, plan.m, plan.splits, y, dy, relu, partial);
+    LS_CUDA_CHECK_LAUNCH();
+    bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);
+    LS_CUDA_CHECK_LAUNCH();
+  } else if (relu) {
+    const int64_t count = n * oc * P;
+    relu_mask_kernel<<<blocks_for(count), kThreads, 0, stream>>>(count, y, dy);
+    LS_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// Empty batch: the parameter gradients are zero (or unchanged).
+void zero_param_grads(cuda::Context& ctx, int64_t weights, int64_t oc, float* dw, float* db, bool accumulate) {
+  if (accumulate) return;
+  LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(weights) * sizeof(float), ctx.raw_stream()));
+  if (db) LS_CUDA_CHECK(cudaMemsetAsync(db, 0, static_cast<size_t>(oc) * sizeof(float), ctx.raw_stream()));
+}
+
+constexpr size_t kAlign = 256;  // cuDNN workspace alignment within a carved block
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
 void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* b, float* y,
                          bool relu) {
   Impl& m = *impl_;
+  LS_REQUIRE(m.data == ConvData::F32, m.describe(n) + ": fp32 forward on a bf16 convolution");
   LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
   if (n == 0) return;
   m.prepare(ctx.cudnn(), n);
@@ -293,52 +376,69 @@ void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const fl
   void* ws = ctx.workspace(m.algos.forward_bytes);
   LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, m.x, x, m.w, w, m.conv, m.fwd_algo, ws,
                                          m.algos.forward_bytes, &zero, m.y, y));
-  if (b || relu) {
-    const int64_t P = m.g.oh * m.g.ow;
-    const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
-    const int64_t chunks = (P + threads - 1) / threads;
-    const int64_t planes = n * m.oc;
-    LS_REQUIRE(planes <= INT_MAX && chunks <= 65535, m.describe(n) + ": output too large for the bias kernel");
-    const dim3 grid(static_cast<unsigned>(planes), static_cast<unsigned>(chunks));
-    bias_relu_kernel<<<grid, threads, 0, ctx.raw_stream()>>>(m.oc, P, b, relu, y);
-    LS_CUDA_CHECK_LAUNCH();
-  }
+  bias_relu(ctx, m.oc, m.g.oh * m.g.ow, n, b, relu, y, m.describe(n));
+}
+
+void Conv2dCuda::forward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y,
+                              bool relu) {
+  Impl& m = *impl_;
+  LS_REQUIRE(m.data == ConvData::BF16, m.describe(n) + ": bf16 forward on an fp32 convolution");
+  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
+  if (n == 0) return;
+  m.prepare(ctx.cudnn(), n);
+  // alpha and beta are fp32 for every non-double configuration.
+  const float one = 1.f, zero = 0.f;
+  void* ws = ctx.workspace(m.algos.forward_bytes);
+  LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, m.x, x, m.w, w, m.conv, m.fwd_algo, ws,
+                                         m.algos.forward_bytes, &zero, m.y, y));
+  bias_relu(ctx, m.oc, m.g.oh * m.g.ow, n, b, relu, static_cast<bf16*>(y), m.describe(n));
 }
 
 void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy,
                           float* dx, float* dw, float* db, bool accumulate, bool relu) {
   Impl& m = *impl_;
+  LS_REQUIRE(m.data == ConvData::F32, m.describe(n) + ": fp32 backward on a bf16 convolution");
   LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
-  const cudaStream_t stream = ctx.raw_stream();
-  if (n == 0) {  // no samples: the parameter gradients are zero (or unchanged)
-    if (!accumulate) {
-      LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(m.oc * m.g.k()) * sizeof(float), stream));
-      if (db) LS_CUDA_CHECK(cudaMemsetAsync(db, 0, static_cast<size_t>(m.oc) * sizeof(float), stream));
-    }
+  if (n == 0) {
+    zero_param_grads(ctx, m.oc * m.g.k(), m.oc, dw, db, accumulate);
     return;
   }
   m.prepare(ctx.cudnn(), n);
-  const int64_t P = m.g.oh * m.g.ow, count = n * m.oc * P;
-  // The ReLU mask first (fused into the bias-gradient pass when there is one).
-  if (db) {
-    const ReducePlan plan = bias_grad_plan(m.oc, n * P);
-    // Partials live in the context workspace only until the finish kernel
-    // (stream order): the cuDNN calls below may reuse the same memory.
-    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(m.oc * plan.splits) * sizeof(double)));
-    const dim3 grid(static_cast<unsigned>(m.oc), static_cast<unsigned>(plan.splits));
-    bias_grad_partials_kernel<<<grid, kThreads, 0, stream>>>(m.oc, P, plan.m, plan.splits, y, dy, relu, partial);
-    LS_CUDA_CHECK_LAUNCH();
-    bias_grad_finish_kernel<<<blocks_for(m.oc), kThreads, 0, stream>>>(m.oc, plan.splits, partial, db, accumulate);
-    LS_CUDA_CHECK_LAUNCH();
-  } else if (relu) {
-    relu_mask_kernel<<<blocks_for(count), kThreads, 0, stream>>>(count, y, dy);
-    LS_CUDA_CHECK_LAUNCH();
-  }
+  mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, y, dy, db, accumulate, relu);
   const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
   void* ws = ctx.workspace(bytes);
   const float one = 1.f, zero = 0.f;
   LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
                                                 accumulate ? &one : &zero, m.w, dw));
+  if (dx)
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
+                                                &zero, m.x, dx));
+}
+
+void Conv2dCuda::backward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const void* y, void* dy,
+                               void* dx, float* dw, float* db, bool accumulate, bool relu) {
+  Impl& m = *impl_;
+  LS_REQUIRE(m.data == ConvData::BF16, m.describe(n) + ": bf16 backward on an fp32 convolution");
+  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
+  const int64_t weights = m.oc * m.g.k();
+  if (n == 0) {
+    zero_param_grads(ctx, weights, m.oc, dw, db, accumulate);
+    return;
+  }
+  m.prepare(ctx.cudnn(), n);
+  mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, static_cast<const bf16*>(y), static_cast<bf16*>(dy), db,
+                     accumulate, relu);
+  // One workspace block: the bf16 dw first, then cuDNN's scratch.
+  const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * sizeof(bf16));
+  const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
+  char* block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
+  auto* dw16 = reinterpret_cast<bf16*>(block);
+  void* ws = block + dw16_bytes;
+  const float one = 1.f, zero = 0.f;
+  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
+                                                &zero, m.w, dw16));
+  widen_grad_kernel<<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(weights, dw16, dw, accumulate);
+  LS_CUDA_CHECK_LAUNCH();
   if (dx)
     LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
                                                 &zero, m.x, dx));

@@ -28,6 +28,17 @@
 // ReLU, ReLU mask and bias gradient are own kernels (the bias gradient sums in
 // double in a fixed order: the same bits on every run).
 //
+// bf16 (mixed precision; an object made with ConvData::BF16): x, w, y, dy, dx
+// are bf16 arrays (void*), the bias b and the parameter gradients dw, db stay
+// fp32. cuDNN's bf16 configuration: bf16 tensors, fp32 accumulation
+// (convolution compute type FLOAT) on tensor cores (CUDNN_TENSOR_OP_MATH;
+// tensor-op algorithms allowed). The forward rounds cuDNN's output to bf16,
+// then the bias + ReLU epilogue adds in fp32 and rounds once more (as PyTorch's
+// bf16 convolution followed by its bias add). dw: cuDNN writes it in bf16 (it
+// must match x's type) into scratch, and a kernel widens it into the fp32 dw
+// (added with `accumulate`) -- the gradient of an fp32 master weight used in
+// bf16, as under PyTorch autocast. db sums the bf16 dy in double, as in fp32.
+//
 // Calls are asynchronous on ctx's stream (its cuDNN handle is bound to it);
 // scratch comes from ctx.workspace(). All pointers are device memory.
 #pragma once
@@ -41,6 +52,9 @@
 
 namespace lockstep::ops {
 
+// The element type of a convolution's tensors (not of its fp32 bias and gradients).
+enum class ConvData { F32, BF16 };
+
 class Conv2dCuda {
  public:
   static constexpr size_t kDefaultWorkspaceLimit = size_t{512} << 20;  // per cuDNN call
@@ -48,7 +62,8 @@ class Conv2dCuda {
   // One layer shape: `oc` output channels and geometry `g` (a Conv2dShape's .oc
   // and .g); the batch size is given per call (a Conv2dShape's .n), and the
   // descriptors for a batch size are made on first use.
-  Conv2dCuda(int64_t oc, const ConvGeometry& g, size_t workspace_limit = kDefaultWorkspaceLimit);
+  Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data = ConvData::F32,
+             size_t workspace_limit = kDefaultWorkspaceLimit);
   ~Conv2dCuda();
   Conv2dCuda(Conv2dCuda&&) noexcept;
   Conv2dCuda& operator=(Conv2dCuda&&) noexcept;
@@ -61,6 +76,12 @@ class Conv2dCuda {
   // place with `relu`); dx [n, C, H, W] (nullable); dw [OC, C, KH, KW]; db [OC] (nullable).
   void backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy, float* dx,
                 float* dw, float* db, bool accumulate, bool relu);
+
+  // ConvData::BF16 objects: the same with x, w, y, dy, dx bf16; b, dw, db fp32.
+  void forward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y, bool relu);
+  void backward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const void* y, void* dy, void* dx,
+                     float* dw, float* db, bool accumulate, bool relu);
+  ConvData data() const;
 
   // The algorithms chosen for batch size n > 0 (chosen now if they were not
   // yet), as cudnnConvolution*Algo_t values, with their workspace sizes.

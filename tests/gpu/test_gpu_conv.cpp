@@ -13,6 +13,13 @@
 //   backward 1e-4: dw sums N*OH*OW products, db N*OH*OW values, dx OC*KH*KW
 //     products; the CPU is within 9e-6 of exact here.
 //   The masked dy must match exactly (both sides mask with the same y).
+//   bf16 (ConvData::BF16): the CPU reference gets the same bf16-rounded x, w
+//     and dy. y is rounded to bf16 by cuDNN and again after the bias epilogue
+//     (2 x 2^-9 relative), dx once, dw once before it is widened into fp32
+//     (cuDNN accumulates in fp32 on tensor cores): tolerance 1e-2 for y, dx, dw.
+//     db sums the same bf16 dy values as the CPU (fp64 vs fp32 order): 1e-4.
+//     The masked dy must match exactly: the GPU masks with bf16(y_cpu), whose
+//     sign is y_cpu's.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -31,6 +38,7 @@ namespace {
 
 constexpr double kForwardTol = 5e-5;
 constexpr double kBackwardTol = 1e-4;
+constexpr double kBf16Tol = 1e-2;
 
 // The tensor helpers copy on the legacy default stream; the ops run on the
 // context's non-blocking stream. Wait for everything before launching.
@@ -94,7 +102,68 @@ void check_case(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s,
   LS_REQUIRE_PARITY(f.download(dx_), dx_cpu, kBackwardTol);  // untouched when dx is null
 }
 
+// The same for a bf16 convolution: bf16-rounded inputs on both sides.
+void check_case_bf16(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s, bool relu, bool bias,
+                     bool accumulate, bool with_dx, uint64_t seed) {
+  const Sizes z = sizes(s);
+  const auto x16 = bf16_bits(random_vector(z.x, seed + 1)), w16 = bf16_bits(random_vector(z.w, seed + 2));
+  const auto dy16 = bf16_bits(random_vector(z.y, seed + 4));
+  const auto x = bf16_values(x16), w = bf16_values(w16), dy0 = bf16_values(dy16);
+  const auto b = random_vector(s.oc, seed + 3), dw0 = random_vector(z.w, seed + 5), db0 = random_vector(s.oc, seed + 6);
+  const auto dx016 = bf16_bits(random_vector(z.x, seed + 7));
+
+  ops::Workspace ws;
+  std::vector<float> y_cpu(static_cast<size_t>(z.y));
+  ops::conv2d_forward_cpu(s, x.data(), w.data(), bias ? b.data() : nullptr, y_cpu.data(), relu, ws);
+  auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0, dx_cpu = bf16_values(dx016);
+  ops::conv2d_backward_cpu(s, x.data(), w.data(), y_cpu.data(), dy_cpu.data(), with_dx ? dx_cpu.data() : nullptr,
+                           dw_cpu.data(), bias ? db_cpu.data() : nullptr, accumulate, relu, ws);
+
+  Tensor x_ = upload_bf16(f, x16), w_ = upload_bf16(f, w16), b_ = f.upload(Shape{s.oc}, b);
+  Tensor y_ = f.device_zeros(Shape{z.y}, DType::BF16), yref_ = upload_bf16(f, bf16_bits(y_cpu));
+  Tensor dy_ = upload_bf16(f, dy16), dx_ = upload_bf16(f, dx016);
+  Tensor dw_ = f.upload(Shape{z.w}, dw0), db_ = f.upload(Shape{s.oc}, db0);
+  settle();
+  conv.forward_bf16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
+  conv.backward_bf16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), yref_.raw_data(), dy_.raw_data(),
+                     with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
+                     accumulate, relu);
+  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, y_)), y_cpu, kBf16Tol);
+  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, dy_)), dy_cpu, 0.0);
+  LS_REQUIRE_PARITY(f.download(dw_), dw_cpu, kBf16Tol);
+  LS_REQUIRE_PARITY(f.download(db_), db_cpu, kBackwardTol);                      // untouched when bias is null
+  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, dx_)), dx_cpu, kBf16Tol);      // untouched when dx is null
+}
+
 }  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "conv2d bf16 forward and backward match the CPU on bf16-rounded inputs", "[conv]") {
+  uint64_t seed = 9000;
+  for (const ConvCase& k : kCases) {
+    const ops::Conv2dShape s = make_shape(k);
+    CAPTURE(k.n, k.c, k.h, k.w, k.oc, k.k, k.stride, k.pad);
+    ops::Conv2dCuda conv(s.oc, s.g, ops::ConvData::BF16);
+    CHECK(conv.data() == ops::ConvData::BF16);
+    for (int relu = 0; relu < 2; ++relu)
+      for (int bias = 0; bias < 2; ++bias)
+        for (int accumulate = 0; accumulate < 2; ++accumulate) {
+          CAPTURE(relu, bias, accumulate);
+          check_case_bf16(*this, conv, s, relu, bias, accumulate, /*with_dx=*/true, seed += 10);
+        }
+    INFO("dx null");
+    check_case_bf16(*this, conv, s, /*relu=*/true, /*bias=*/true, /*accumulate=*/false, /*with_dx=*/false,
+                    seed += 10);
+    const auto algos = conv.algorithms(ctx, s.n);
+    INFO("cuDNN bf16 algorithms: forward " << algos.forward << ", backward data " << algos.backward_data
+                                           << ", backward filter " << algos.backward_filter);
+    CHECK(algos.forward >= 0);
+  }
+  // The precisions' entry points are not interchangeable.
+  const ops::Conv2dShape s = make_shape(kCases[0]);
+  ops::Conv2dCuda f32(s.oc, s.g), b16(s.oc, s.g, ops::ConvData::BF16);
+  CHECK_THROWS(f32.forward_bf16(ctx, s.n, nullptr, nullptr, nullptr, nullptr, false));
+  CHECK_THROWS(b16.forward(ctx, s.n, nullptr, nullptr, nullptr, nullptr, false));
+}
 
 TEST_CASE_METHOD(GpuFixture, "conv2d forward and backward match the CPU", "[conv]") {
   uint64_t seed = 1000;
