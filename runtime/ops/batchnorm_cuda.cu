@@ -1,13 +1,20 @@
 // Batch normalisation kernels on the GPU: per-channel reductions (two passes,
 // deterministic), the elementwise apply passes, and the per-channel statistics
-// and coefficient math of nn/batchnorm.cpp.
+// and coefficient math of nn/batchnorm.cpp. The reductions and apply passes
+// are templated on the activations' storage type T (float or __nv_bfloat16,
+// through cuda::load/store): loads widen exactly, the arithmetic is the fp32
+// path's expression by expression, bf16 stores round once. With T = float the
+// code is what it was, so the fp32 results are unchanged.
 #include "ops/batchnorm_cuda.h"
+
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <climits>
 #include <string>
 
 #include "core/throw.h"
+#include "cuda/bf16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 
@@ -16,6 +23,9 @@ namespace {
 
 using cuda::kThreads;
 using cuda::blocks_for;
+using cuda::load;
+using cuda::store;
+using bf16 = __nv_bfloat16;
 
 constexpr int kUnroll = 4;     // values in flight per thread in the reductions
 
@@ -36,37 +46,42 @@ int64_t reduce_splits(int64_t channels, int64_t m) {
 }
 
 // The ops: called with the element's offset in the NCHW array and its channel.
+// T is the storage type of x, y, dy (float or bf16); values are widened to
+// fp32 exactly on load, so both types run the same fp32/fp64 arithmetic.
+template <typename T>
 struct SumOp {
   static constexpr int kOut = 1;
-  const float* x;
-  __device__ void operator()(int64_t off, int64_t, double* acc) const { acc[0] += x[off]; }
+  const T* x;
+  __device__ void operator()(int64_t off, int64_t, double* acc) const { acc[0] += load(x, off); }
 };
 
+template <typename T>
 struct CenteredSumsqOp {
   static constexpr int kOut = 1;
-  const float* x;
+  const T* x;
   const float* mean;
   __device__ void operator()(int64_t off, int64_t c, double* acc) const {
-    const float d = x[off] - mean[c];  // fp32 deviation as on the CPU; its square exact in double
+    const float d = load(x, off) - mean[c];  // fp32 deviation as on the CPU; its square exact in double
     acc[0] += static_cast<double>(d) * static_cast<double>(d);
   }
 };
 
+template <typename T>
 struct BackwardReduceOp {
   static constexpr int kOut = 2;
-  const float* x;
-  const float* y;
-  float* dy;
+  const T* x;
+  const T* y;
+  T* dy;
   const float* mean;
   bool relu;
   __device__ void operator()(int64_t off, int64_t c, double* acc) const {
-    float g = dy[off];
-    if (relu && !(y[off] > 0.f)) {  // the fused ReLU's mask, written back (dy is then the pre-ReLU gradient)
+    float g = load(dy, off);
+    if (relu && !(load(y, off) > 0.f)) {  // the fused ReLU's mask, written back (dy is then the pre-ReLU gradient)
       g = 0.f;
-      dy[off] = 0.f;
+      store(dy, off, 0.f);
     }
     acc[0] += g;
-    acc[1] += static_cast<double>(g) * static_cast<double>(x[off] - mean[c]);
+    acc[1] += static_cast<double>(g) * static_cast<double>(load(x, off) - mean[c]);
   }
 };
 
@@ -154,21 +169,43 @@ PlaneGrid plane_grid(int64_t planes, int64_t len) {
   return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
 }
 
-__global__ void apply_kernel(int64_t channels, int64_t hw, const float* x, const float* scale, const float* shift,
-                             float* y, bool relu) {
+// T: storage of x, y (dy, dx); the per-channel coefficients are fp32. Each
+// element is read before it is written by the same thread: y may equal x, dx dy.
+template <typename T>
+__global__ void apply_kernel(int64_t channels, int64_t hw, const T* x, const float* scale, const float* shift, T* y,
+                             bool relu) {
   const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (p >= hw) return;
   const int64_t plane = blockIdx.x, c = plane % channels, i = plane * hw + p;
-  const float v = x[i] * scale[c] + shift[c];
-  y[i] = relu ? (v > 0.f ? v : 0.f) : v;
+  const float v = load(x, i) * scale[c] + shift[c];
+  store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
 }
 
-__global__ void backward_apply_kernel(int64_t channels, int64_t hw, const float* x, const float* dy, const float* a,
-                                      const float* b, const float* d, float* dx) {
+template <typename T>
+__global__ void backward_apply_kernel(int64_t channels, int64_t hw, const T* x, const T* dy, const float* a,
+                                      const float* b, const float* d, T* dx) {
   const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (p >= hw) return;
   const int64_t plane = blockIdx.x, c = plane % channels, i = plane * hw + p;
-  dx[i] = a[c] * dy[i] + b[c] * x[i] + d[c];
+  store(dx, i, a[c] * load(dy, i) + b[c] * load(x, i) + d[c]);
+}
+
+template <typename T>
+void launch_apply(const BatchNormShape& s, const T* x, const float* scale, const float* shift, T* y, bool relu,
+                  cudaStream_t stream) {
+  if (s.n == 0 || s.hw == 0) return;
+  const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
+  apply_kernel<T><<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, scale, shift, y, relu);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_backward_apply(const BatchNormShape& s, const T* x, const T* dy, const float* a, const float* b,
+                           const float* d, T* dx, cudaStream_t stream) {
+  if (s.n == 0 || s.hw == 0) return;
+  const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
+  backward_apply_kernel<T><<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, dy, a, b, d, dx);
+  LS_CUDA_CHECK_LAUNCH();
 }
 
 // ---- per-channel math (one thread per channel) ----
@@ -272,37 +309,65 @@ void check_channels(int64_t channels, const char* op) {
 
 void batchnorm_sum_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, double* sum) {
   check_shape(s, "batchnorm_sum");
-  channel_reduce(ctx, s, SumOp{x}, sum, nullptr);
+  channel_reduce(ctx, s, SumOp<float>{x}, sum, nullptr);
 }
 
 void batchnorm_centered_sumsq_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* mean,
                                    double* m2) {
   check_shape(s, "batchnorm_centered_sumsq");
-  channel_reduce(ctx, s, CenteredSumsqOp{x, mean}, m2, nullptr);
+  channel_reduce(ctx, s, CenteredSumsqOp<float>{x, mean}, m2, nullptr);
 }
 
 void batchnorm_backward_reduce_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* y,
                                     float* dy, bool relu, const float* mean, double* sum_dy, double* sum_dy_xmu) {
   check_shape(s, "batchnorm_backward_reduce");
-  channel_reduce(ctx, s, BackwardReduceOp{x, y, dy, mean, relu}, sum_dy, sum_dy_xmu);
+  channel_reduce(ctx, s, BackwardReduceOp<float>{x, y, dy, mean, relu}, sum_dy, sum_dy_xmu);
 }
 
 void batchnorm_apply_cuda(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
                           bool relu, cudaStream_t stream) {
   check_shape(s, "batchnorm_apply");
-  if (s.n == 0 || s.hw == 0) return;
-  const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
-  apply_kernel<<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, scale, shift, y, relu);
-  LS_CUDA_CHECK_LAUNCH();
+  launch_apply<float>(s, x, scale, shift, y, relu, stream);
 }
 
 void batchnorm_backward_apply_cuda(const BatchNormShape& s, const float* x, const float* dy, const float* a,
                                    const float* b, const float* d, float* dx, cudaStream_t stream) {
   check_shape(s, "batchnorm_backward_apply");
-  if (s.n == 0 || s.hw == 0) return;
-  const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
-  backward_apply_kernel<<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, dy, a, b, d, dx);
-  LS_CUDA_CHECK_LAUNCH();
+  launch_backward_apply<float>(s, x, dy, a, b, d, dx, stream);
+}
+
+void batchnorm_sum_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, double* sum) {
+  check_shape(s, "batchnorm_sum_bf16");
+  channel_reduce(ctx, s, SumOp<bf16>{static_cast<const bf16*>(x)}, sum, nullptr);
+}
+
+void batchnorm_centered_sumsq_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, const float* mean,
+                                        double* m2) {
+  check_shape(s, "batchnorm_centered_sumsq_bf16");
+  channel_reduce(ctx, s, CenteredSumsqOp<bf16>{static_cast<const bf16*>(x), mean}, m2, nullptr);
+}
+
+void batchnorm_backward_reduce_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, const void* y,
+                                         void* dy, bool relu, const float* mean, double* sum_dy,
+                                         double* sum_dy_xmu) {
+  check_shape(s, "batchnorm_backward_reduce_bf16");
+  channel_reduce(ctx, s,
+                 BackwardReduceOp<bf16>{static_cast<const bf16*>(x), static_cast<const bf16*>(y),
+                                        static_cast<bf16*>(dy), mean, relu},
+                 sum_dy, sum_dy_xmu);
+}
+
+void batchnorm_apply_bf16_cuda(const BatchNormShape& s, const void* x, const float* scale, const float* shift,
+                               void* y, bool relu, cudaStream_t stream) {
+  check_shape(s, "batchnorm_apply_bf16");
+  launch_apply<bf16>(s, static_cast<const bf16*>(x), scale, shift, static_cast<bf16*>(y), relu, stream);
+}
+
+void batchnorm_backward_apply_bf16_cuda(const BatchNormShape& s, const void* x, const void* dy, const float* a,
+                                        const float* b, const float* d, void* dx, cudaStream_t stream) {
+  check_shape(s, "batchnorm_backward_apply_bf16");
+  launch_backward_apply<bf16>(s, static_cast<const bf16*>(x), static_cast<const bf16*>(dy), a, b, d,
+                              static_cast<bf16*>(dx), stream);
 }
 
 void batchnorm_count_cuda(const BatchNormShape& s, double* count, cudaStream_t stream) {

@@ -3,14 +3,20 @@
 // one block adding the per-row results in a fixed order. No atomics anywhere,
 // so results are run-to-run deterministic. Mirrors ops/softmax_xent_cpu.cpp:
 // forward subtracts the fp32 row max and sums exp() in fp64; backward is fp32.
+// bf16 logits: the forward kernel is templated on the logits' storage type
+// (cuda::load widens exactly, the math is unchanged); the bf16 backward kernel
+// computes each gradient element completely in fp32 (the fp32 kernel's values,
+// operation by operation) and rounds it to bf16 once.
 #include "ops/softmax_xent_cuda.h"
 
+#include <cuda_bf16.h>
 #include <math_constants.h>
 
 #include <algorithm>
 #include <string>
 
 #include "core/throw.h"
+#include "cuda/bf16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 
@@ -18,6 +24,9 @@ namespace lockstep::ops {
 namespace {
 
 using cuda::kThreads;
+using cuda::load;
+using cuda::store;
+using bf16 = __nv_bfloat16;
 
 constexpr int64_t kMaxRowBlocks = 65535;
 
@@ -45,13 +54,14 @@ __device__ void block_sum(T* s) {
 // Row max and its first index. Every thread starts from (z[0], 0) and takes
 // only strictly larger values, so within a thread the first maximum wins;
 // across threads equal values resolve to the smaller index. That is the CPU
-// op's first argmax (for inputs without NaN).
-__device__ void row_argmax(const float* z, int64_t c, float* s_max, int64_t* s_arg) {
+// op's first argmax (for inputs without NaN). T: logits' storage (float, bf16).
+template <typename T>
+__device__ void row_argmax(const T* z, int64_t c, float* s_max, int64_t* s_arg) {
   const int t = threadIdx.x;
-  float mx = z[0];
+  float mx = load(z, 0);
   int64_t arg = 0;
   for (int64_t j = t; j < c; j += kThreads) {
-    const float v = z[j];
+    const float v = load(z, j);
     if (v > mx) {
       mx = v;
       arg = j;
@@ -73,8 +83,27 @@ __device__ void row_argmax(const float* z, int64_t c, float* s_max, int64_t* s_a
   }
 }
 
+// Row max into s[0] (every thread), by the same comparisons as the CPU op's
+// loop; s [kThreads] is free again on return. All kThreads threads must call it.
+template <typename T>
+__device__ float row_max(const T* z, int64_t c, float* s) {
+  const int t = threadIdx.x;
+  float mx = load(z, 0);
+  for (int64_t j = t; j < c; j += kThreads) mx = load(z, j) > mx ? load(z, j) : mx;
+  s[t] = mx;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half >>= 1) {
+    if (t < half) s[t] = s[t + half] > s[t] ? s[t + half] : s[t];
+    __syncthreads();
+  }
+  mx = s[0];
+  __syncthreads();  // everyone has read s[0] before the caller reuses s
+  return mx;
+}
+
 // Per row i: row_loss[i] = -sum_j q_j log softmax(z)_j, row_correct[i] = argmax == label.
-__global__ void xent_forward_rows_kernel(int64_t b, int64_t c, const float* logits, const int32_t* labels,
+template <typename T>
+__global__ void xent_forward_rows_kernel(int64_t b, int64_t c, const T* logits, const int32_t* labels,
                                          float smoothing, double* row_loss, int32_t* row_correct) {
   __shared__ float s_max[kThreads];
   __shared__ int64_t s_arg[kThreads];
@@ -82,13 +111,13 @@ __global__ void xent_forward_rows_kernel(int64_t b, int64_t c, const float* logi
   __shared__ double s_zsum[kThreads];
   const int t = threadIdx.x;
   for (int64_t i = blockIdx.x; i < b; i += gridDim.x) {
-    const float* z = logits + i * c;
+    const T* z = logits + i * c;
     row_argmax(z, c, s_max, s_arg);
     const float mx = s_max[0];
     const int64_t arg = s_arg[0];
     double sum = 0, zsum = 0;
     for (int64_t j = t; j < c; j += kThreads) {
-      const float v = z[j];
+      const float v = load(z, j);
       sum += ::exp(static_cast<double>(v - mx));
       zsum += v;
     }
@@ -103,12 +132,12 @@ __global__ void xent_forward_rows_kernel(int64_t b, int64_t c, const float* logi
       if (label < 0 || label >= c) {
         loss = CUDART_NAN;
       } else if (smoothing == 0.f) {
-        loss = ::log(s_sum[0]) + mx - z[label];
+        loss = ::log(s_sum[0]) + mx - load(z, label);
       } else {
         // -sum_j q_j (z_j - lse) = lse - (1 - eps) z_label - (eps / C) sum_j z_j, as sum_j q_j = 1.
         const double lse = ::log(s_sum[0]) + mx;
         const double eps = smoothing;
-        loss = lse - (1.0 - eps) * z[label] - eps / static_cast<double>(c) * s_zsum[0];
+        loss = lse - (1.0 - eps) * load(z, label) - eps / static_cast<double>(c) * s_zsum[0];
       }
       row_loss[i] = loss;
       row_correct[i] = arg == label ? 1 : 0;
@@ -151,16 +180,7 @@ __global__ void xent_backward_kernel(int64_t b, int64_t c, const float* logits, 
     float* d = dlogits + i * c;
     const int32_t label = labels[i];
     const bool valid = label >= 0 && label < c;
-    float mx = z[0];
-    for (int64_t j = t; j < c; j += kThreads) mx = z[j] > mx ? z[j] : mx;
-    s[t] = mx;
-    __syncthreads();
-    for (int half = kThreads / 2; half > 0; half >>= 1) {
-      if (t < half) s[t] = s[t + half] > s[t] ? s[t + half] : s[t];
-      __syncthreads();
-    }
-    mx = s[0];
-    __syncthreads();  // everyone has read s[0] before it is reused for the sum
+    const float mx = row_max(z, c, s);
     // Each thread reads z[j] before writing d[j] of the same j, and the max
     // pass is complete, so dlogits may alias logits.
     float part = 0.f;
@@ -187,6 +207,53 @@ __global__ void xent_backward_kernel(int64_t b, int64_t c, const float* logits, 
   }
 }
 
+// bf16 logits and dlogits: the fp32 kernel above keeps exp(z - max) in
+// dlogits between its passes and finishes the label's element in a third
+// step; in bf16 both would round twice. Here the sum pass only adds, and the
+// write pass recomputes e = expf(z - max) (the same fp32 value the fp32 kernel
+// stored) and finishes each element in registers before one rounding store:
+//   smoothing:  e * inv - off, then - on at the label  (e * inv - off may fuse, as there)
+//   otherwise:  e * inv, then - scale at the label      (the fp32 product rounded first, as there)
+// Each thread reads z[j] (all reads of other threads' elements are done by the
+// sum's barriers) before writing d[j] of the same j, so dlogits may alias logits.
+__global__ void xent_backward_bf16_kernel(int64_t b, int64_t c, const bf16* logits, const int32_t* labels,
+                                          float scale, bool smooth, float off, float on, bf16* dlogits) {
+  __shared__ float s[kThreads];
+  const int t = threadIdx.x;
+  for (int64_t i = blockIdx.x; i < b; i += gridDim.x) {
+    const bf16* z = logits + i * c;
+    bf16* d = dlogits + i * c;
+    const int32_t label = labels[i];
+    const bool valid = label >= 0 && label < c;
+    const float mx = row_max(z, c, s);
+    // __fadd_rn: add the rounded e, as the fp32 kernel adds the e it stores
+    // (a plain += lets the compiler fuse expf's last product into the add).
+    float part = 0.f;
+    for (int64_t j = t; j < c; j += kThreads) part = __fadd_rn(part, ::expf(load(z, j) - mx));
+    s[t] = part;
+    __syncthreads();
+    block_sum(s);
+    const float inv = scale / s[0];
+    for (int64_t j = t; j < c; j += kThreads) {
+      float v;
+      if (!valid) {
+        v = CUDART_NAN_F;
+      } else {
+        const float e = ::expf(load(z, j) - mx);
+        if (smooth) {
+          v = e * inv - off;
+          if (j == label) v -= on;
+        } else {
+          v = __fmul_rn(e, inv);
+          if (j == label) v -= scale;
+        }
+      }
+      store(d, j, v);
+    }
+    __syncthreads();  // s[0] read by all before the next row reuses s
+  }
+}
+
 }  // namespace
 
 void softmax_xent_forward_cuda(int64_t b, int64_t c, const float* logits, const int32_t* labels, float smoothing,
@@ -194,8 +261,8 @@ void softmax_xent_forward_cuda(int64_t b, int64_t c, const float* logits, const 
                                cudaStream_t stream) {
   check_args(b, c, smoothing);
   if (b <= 0) return;
-  xent_forward_rows_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, logits, labels, smoothing, row_loss,
-                                                                   row_correct);
+  xent_forward_rows_kernel<float><<<row_blocks(b), kThreads, 0, stream>>>(b, c, logits, labels, smoothing,
+                                                                          row_loss, row_correct);
   LS_CUDA_CHECK_LAUNCH();
   xent_sum_kernel<<<1, kThreads, 0, stream>>>(b, row_loss, row_correct, loss_sum, correct);
   LS_CUDA_CHECK_LAUNCH();
@@ -210,6 +277,30 @@ void softmax_xent_backward_cuda(int64_t b, int64_t c, const float* logits, const
   const float on = scale * (1.f - smoothing);                    // scale * (q_label - eps / C)
   xent_backward_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, logits, labels, scale, smoothing != 0.f, off,
                                                                on, dlogits);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_xent_forward_bf16_cuda(int64_t b, int64_t c, const void* logits, const int32_t* labels, float smoothing,
+                                    double* row_loss, int32_t* row_correct, double* loss_sum, int64_t* correct,
+                                    cudaStream_t stream) {
+  check_args(b, c, smoothing);
+  if (b <= 0) return;
+  xent_forward_rows_kernel<bf16><<<row_blocks(b), kThreads, 0, stream>>>(b, c, static_cast<const bf16*>(logits), labels,
+                                                                         smoothing, row_loss, row_correct);
+  LS_CUDA_CHECK_LAUNCH();
+  xent_sum_kernel<<<1, kThreads, 0, stream>>>(b, row_loss, row_correct, loss_sum, correct);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void softmax_xent_backward_bf16_cuda(int64_t b, int64_t c, const void* logits, const int32_t* labels, float scale,
+                                     void* dlogits, float smoothing, cudaStream_t stream) {
+  check_args(b, c, smoothing);
+  if (b <= 0) return;
+  const float off = scale * smoothing / static_cast<float>(c);  // as in softmax_xent_backward_cuda
+  const float on = scale * (1.f - smoothing);
+  xent_backward_bf16_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, static_cast<const bf16*>(logits), labels,
+                                                                    scale, smoothing != 0.f, off, on,
+                                                                    static_cast<bf16*>(dlogits));
   LS_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,6 @@
 // Softmax cross-entropy over class logits (GPU), the twin of ops/softmax_xent.h:
-//   logits [B, C] fp32, labels [B] int32 in [0, C), smoothing eps in [0, 1)
+//   logits [B, C] fp32 (bf16 in the *_bf16 variants), labels [B] int32 in [0, C),
+//   smoothing eps in [0, 1)
 // The target of row i is q = (1 - eps) * onehot(label_i) + eps / C.
 // Both functions queue their work on `stream` and return (asynchronous); every
 // pointer is device memory. Deterministic: fixed-shape block reductions, no
@@ -7,6 +8,14 @@
 // Labels are not checked on the host (they live on the device): a row whose
 // label is outside [0, C) gets a NaN loss, counts as wrong and gets NaN
 // gradients, instead of the CPU op's exception.
+//
+// bf16 variants (mixed precision): logits and dlogits are __nv_bfloat16 arrays
+// (passed as void*); labels, the per-row scratch and the accumulators are as in
+// the fp32 functions. Each logit is widened exactly to fp32 and the math is the
+// fp32 functions' (fp32 max, fp64 sums and loss; fp32 gradients), so the loss
+// and accuracy equal the fp32 functions' on the widened logits, and each
+// gradient element is the fp32 function's value rounded to bf16 once. Same
+// label smoothing, same NaN rows for labels outside [0, C).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -28,8 +37,17 @@ void softmax_xent_forward_cuda(int64_t b, int64_t c, const float* logits, const 
                                cudaStream_t stream);
 
 // dlogits = (softmax(logits) - q) * scale, in fp32 as the CPU op.
-//   logits, dlogits [B, C]; labels [B]
+//   logits, dlogits [B, C]; labels [B]. dlogits may equal logits (in place).
 void softmax_xent_backward_cuda(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
                                 float* dlogits, float smoothing, cudaStream_t stream);
+
+// bf16 logits [B, C]; everything else as softmax_xent_forward_cuda.
+void softmax_xent_forward_bf16_cuda(int64_t b, int64_t c, const void* logits, const int32_t* labels, float smoothing,
+                                    double* row_loss, int32_t* row_correct, double* loss_sum, int64_t* correct,
+                                    cudaStream_t stream);
+// bf16 logits, dlogits [B, C] (each element computed in fp32, rounded once).
+// dlogits may equal logits (in place).
+void softmax_xent_backward_bf16_cuda(int64_t b, int64_t c, const void* logits, const int32_t* labels, float scale,
+                                     void* dlogits, float smoothing, cudaStream_t stream);
 
 }  // namespace lockstep::ops
