@@ -1,7 +1,10 @@
-// GPU elementwise kernels (ReLU, residual adds, scaling, dropout): one
-// grid-stride loop each, 256 threads per block, int64 indices. Every output
-// element is computed with exactly the CPU op's expression (no multiply-add
-// pairs nvcc could contract), so outputs match the CPU bitwise.
+// GPU elementwise kernels (ReLU, residual adds, scaling, dropout, 16-bit
+// conversion): one grid-stride loop each, 256 threads per block, int64
+// indices. Every output element is computed with exactly the CPU op's fp32
+// expression (no multiply-add pairs nvcc could contract), so fp32 outputs match
+// the CPU bitwise. ReLU, the residual adds and dropout are templated on the
+// storage type (float or bf16, cuda/bf16.cuh): the bf16 instances widen their
+// inputs, evaluate the same fp32 expression and round the result once.
 #include "ops/elementwise_cuda.h"
 
 #include <cuda_bf16.h>
@@ -10,6 +13,7 @@
 #include <algorithm>
 
 #include "core/throw.h"
+#include "cuda/bf16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "ops/dropout_hash.h"
@@ -21,30 +25,42 @@ using cuda::kThreads;
 using cuda::blocks_for;
 using cuda::first_index;
 using cuda::grid_stride;
+using cuda::load;
+using cuda::store;
+using bf16 = __nv_bfloat16;
 
-__global__ void relu_forward_kernel(int64_t n, const float* x, float* y) {
+// Kernels templated on the storage type T (float or __nv_bfloat16): each
+// element is loaded (widened exactly to fp32), put through the CPU op's fp32
+// expression, and stored (rounded to bf16 once). With T = float, load and store
+// are plain reads and writes: the fp32 kernels are the expressions they were.
+template <typename T>
+__global__ void relu_forward_kernel(int64_t n, const T* x, T* y) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const float v = x[i];
-    y[i] = v > 0.f ? v : 0.f;
+    const float v = load(x, i);
+    store(y, i, v > 0.f ? v : 0.f);
   }
 }
 
-__global__ void relu_backward_kernel(int64_t n, const float* y, const float* dy, float* dx) {
+template <typename T>
+__global__ void relu_backward_kernel(int64_t n, const T* y, const T* dy, T* dx) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const float g = dy[i];
-    dx[i] = y[i] > 0.f ? g : 0.f;
+    const float g = load(dy, i);
+    store(dx, i, load(y, i) > 0.f ? g : 0.f);
   }
 }
 
-__global__ void add_relu_kernel(int64_t n, const float* a, const float* b, float* y) {
+template <typename T>
+__global__ void add_relu_kernel(int64_t n, const T* a, const T* b, T* y) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const float v = a[i] + b[i];
-    y[i] = v > 0.f ? v : 0.f;
+    const float v = load(a, i) + load(b, i);
+    store(y, i, v > 0.f ? v : 0.f);
   }
 }
 
-__global__ void add_inplace_kernel(int64_t n, const float* x, float* y) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] += x[i];
+// y[i] += x[i]: y's value plus x's, in fp32.
+template <typename T>
+__global__ void add_inplace_kernel(int64_t n, const T* x, T* y) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) store(y, i, load(y, i) + load(x, i));
 }
 
 __global__ void scale_kernel(int64_t n, float alpha, float* x) {
@@ -52,22 +68,26 @@ __global__ void scale_kernel(int64_t n, float alpha, float* x) {
 }
 
 // Flat over rows * row_len elements; element i is (row i / row_len, column
-// i % row_len), and its keep bit depends only on (key, row0 + row, column).
+// i % row_len), and its keep bit depends only on (key, row0 + row, column):
+// the mask does not depend on T.
+template <typename T>
 __global__ void dropout_forward_kernel(int64_t n, int64_t row_len, int64_t row0, uint64_t key, uint32_t threshold,
-                                       float scale, const float* x, float* y, uint8_t* mask) {
+                                       float scale, const T* x, T* y, uint8_t* mask) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const int64_t r = i / row_len;
     const int64_t e = i - r * row_len;
     const uint32_t row_key = dropout_row_key(key, static_cast<uint64_t>(row0 + r));
     const uint32_t keep = dropout_keep(row_key, e, threshold);
-    const float v = x[i];
+    const float v = load(x, i);
     mask[i] = static_cast<uint8_t>(keep);
-    y[i] = v * (static_cast<float>(keep) * scale);
+    store(y, i, v * (static_cast<float>(keep) * scale));
   }
 }
 
-__global__ void dropout_backward_kernel(int64_t n, float scale, const uint8_t* mask, const float* dy, float* dx) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = dy[i] * (static_cast<float>(mask[i]) * scale);
+template <typename T>
+__global__ void dropout_backward_kernel(int64_t n, float scale, const uint8_t* mask, const T* dy, T* dx) {
+  for (int64_t i = first_index(); i < n; i += grid_stride())
+    store(dx, i, load(dy, i) * (static_cast<float>(mask[i]) * scale));
 }
 
 __global__ void to_bf16_kernel(int64_t n, const float* src, __nv_bfloat16* dst) {
@@ -106,28 +126,72 @@ void from_16bit_cuda(int64_t n, Float16Kind kind, const void* src, float* dst, c
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void relu_forward_cuda(int64_t n, const float* x, float* y, cudaStream_t stream) {
+namespace {
+
+template <typename T>
+void launch_relu_forward(int64_t n, const T* x, T* y, cudaStream_t stream) {
   if (n <= 0) return;
-  relu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, x, y);
+  relu_forward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, x, y);
   LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_relu_backward(int64_t n, const T* y, const T* dy, T* dx, cudaStream_t stream) {
+  if (n <= 0) return;
+  relu_backward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, y, dy, dx);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_add_relu(int64_t n, const T* a, const T* b, T* y, cudaStream_t stream) {
+  if (n <= 0) return;
+  add_relu_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, a, b, y);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_add_inplace(int64_t n, const T* x, T* y, cudaStream_t stream) {
+  if (n <= 0) return;
+  add_inplace_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, x, y);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_dropout_forward(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const T* x, T* y,
+                            uint8_t* mask, cudaStream_t stream) {
+  if (rows <= 0 || row_len <= 0) return;
+  const int64_t n = rows * row_len;
+  dropout_forward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, row_len, row0, key, dropout_threshold(p),
+                                                                     dropout_scale(p), x, y, mask);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_dropout_backward(int64_t n, float p, const uint8_t* mask, const T* dy, T* dx, cudaStream_t stream) {
+  if (n <= 0) return;
+  dropout_backward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, dropout_scale(p), mask, dy, dx);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+const bf16* as_bf16(const void* p) { return static_cast<const bf16*>(p); }
+bf16* as_bf16(void* p) { return static_cast<bf16*>(p); }
+
+}  // namespace
+
+void relu_forward_cuda(int64_t n, const float* x, float* y, cudaStream_t stream) {
+  launch_relu_forward(n, x, y, stream);
 }
 
 void relu_backward_cuda(int64_t n, const float* y, const float* dy, float* dx, cudaStream_t stream) {
-  if (n <= 0) return;
-  relu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, y, dy, dx);
-  LS_CUDA_CHECK_LAUNCH();
+  launch_relu_backward(n, y, dy, dx, stream);
 }
 
 void add_relu_cuda(int64_t n, const float* a, const float* b, float* y, cudaStream_t stream) {
-  if (n <= 0) return;
-  add_relu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, a, b, y);
-  LS_CUDA_CHECK_LAUNCH();
+  launch_add_relu(n, a, b, y, stream);
 }
 
 void add_inplace_cuda(int64_t n, const float* x, float* y, cudaStream_t stream) {
-  if (n <= 0) return;
-  add_inplace_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, x, y);
-  LS_CUDA_CHECK_LAUNCH();
+  launch_add_inplace(n, x, y, stream);
 }
 
 void scale_cuda(int64_t n, float alpha, float* x, cudaStream_t stream) {
@@ -138,17 +202,37 @@ void scale_cuda(int64_t n, float alpha, float* x, cudaStream_t stream) {
 
 void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
                           uint8_t* mask, cudaStream_t stream) {
-  if (rows <= 0 || row_len <= 0) return;
-  const int64_t n = rows * row_len;
-  dropout_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, row_len, row0, key, dropout_threshold(p),
-                                                                  dropout_scale(p), x, y, mask);
-  LS_CUDA_CHECK_LAUNCH();
+  launch_dropout_forward(rows, row_len, row0, key, p, x, y, mask, stream);
 }
 
 void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream) {
-  if (n <= 0) return;
-  dropout_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, dropout_scale(p), mask, dy, dx);
-  LS_CUDA_CHECK_LAUNCH();
+  launch_dropout_backward(n, p, mask, dy, dx, stream);
+}
+
+void relu_forward_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream) {
+  launch_relu_forward(n, as_bf16(x), as_bf16(y), stream);
+}
+
+void relu_backward_bf16_cuda(int64_t n, const void* y, const void* dy, void* dx, cudaStream_t stream) {
+  launch_relu_backward(n, as_bf16(y), as_bf16(dy), as_bf16(dx), stream);
+}
+
+void add_relu_bf16_cuda(int64_t n, const void* a, const void* b, void* y, cudaStream_t stream) {
+  launch_add_relu(n, as_bf16(a), as_bf16(b), as_bf16(y), stream);
+}
+
+void add_inplace_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream) {
+  launch_add_inplace(n, as_bf16(x), as_bf16(y), stream);
+}
+
+void dropout_forward_bf16_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const void* x,
+                               void* y, uint8_t* mask, cudaStream_t stream) {
+  launch_dropout_forward(rows, row_len, row0, key, p, as_bf16(x), as_bf16(y), mask, stream);
+}
+
+void dropout_backward_bf16_cuda(int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
+                                cudaStream_t stream) {
+  launch_dropout_backward(n, p, mask, as_bf16(dy), as_bf16(dx), stream);
 }
 
 }  // namespace lockstep::ops

@@ -1,11 +1,18 @@
-// Elementwise kernels on flat fp32 device arrays (GPU): ReLU, residual
-// additions, scaling, dropout, and fp32 <-> 16-bit conversion; the GPU twins
-// of ops/elementwise.h (conversion: of dtype.cpp's float_to_bf16/half).
+// Elementwise kernels on flat device arrays (GPU): ReLU, residual additions,
+// scaling, dropout, and fp32 <-> 16-bit conversion; the GPU twins of
+// ops/elementwise.h (conversion: of dtype.cpp's float_to_bf16/half).
 // Every function queues its work on `stream` and returns (asynchronous); all
 // pointers are device memory; n (or rows * row_len) may be 0. In place is
 // allowed wherever the CPU op allows it (out may equal in). Each output element
 // is one IEEE operation on the same inputs as the CPU op, so results are
 // bitwise the CPU ones; dropout masks are bitwise the CPU masks (ops/dropout_hash.h).
+//
+// bf16 variants (mixed precision; *_bf16_cuda): the float arrays become
+// __nv_bfloat16 arrays passed as void* (masks stay uint8). Each element's
+// inputs are widened to fp32 (exact), the fp32 variant's expression is
+// evaluated, and the result is rounded to bf16 once (nearest even): bitwise the
+// CPU op on the bf16 values, rounded to bf16. Dropout masks are the fp32 ones,
+// bit for bit (the hash never sees the data).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,6 +39,17 @@ void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t 
                           uint8_t* mask, cudaStream_t stream);
 // dx = dy * mask / (1 - p).                   mask, dy, dx [n]
 void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream);
+
+// bf16 twins of the functions above, same shapes; x, y, dy, dx, a, b bf16 [n]
+// (dropout forward: [rows, row_len]).
+void relu_forward_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream);
+void relu_backward_bf16_cuda(int64_t n, const void* y, const void* dy, void* dx, cudaStream_t stream);
+void add_relu_bf16_cuda(int64_t n, const void* a, const void* b, void* y, cudaStream_t stream);
+void add_inplace_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream);
+void dropout_forward_bf16_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const void* x,
+                               void* y, uint8_t* mask, cudaStream_t stream);
+void dropout_backward_bf16_cuda(int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
+                                cudaStream_t stream);
 
 // 16-bit storage formats for to_16bit_cuda / from_16bit_cuda.
 enum class Float16Kind { F16, BF16 };

@@ -5,6 +5,10 @@
 // gathering from the outputs whose window covers it, in ascending output
 // order: the CPU's scatter adds in exactly that order, so results are bitwise
 // the CPU's.
+// The kernels are templated on the storage type T of x, y, dy, dx (float or
+// bf16, cuda/bf16.cuh): values are widened to fp32 on load, compared and
+// summed in fp32 (global average pooling: double) in registers exactly as in
+// the fp32 instance, and each output is stored once (bf16: rounded once).
 #include "ops/pool2d_cuda.h"
 
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <string>
 
 #include "core/throw.h"
+#include "cuda/bf16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 
@@ -19,6 +24,9 @@ namespace lockstep::ops {
 namespace {
 
 using cuda::kThreads;
+using cuda::load;
+using cuda::store;
+using bf16 = __nv_bfloat16;
 
 struct PlaneGrid {
   dim3 grid, block;
@@ -62,35 +70,39 @@ __device__ inline void covering(int i, int k, int stride, int pad, int n, int& f
 
 // x [planes, h, w] -> y, argmax [planes, oh, ow]. The window clipped to the
 // input; the first maximum in row-major order wins (strict >), as on the CPU.
-__global__ void maxpool_forward_kernel(Geometry g, const float* x, float* y, int32_t* argmax) {
+template <typename T>
+__global__ void maxpool_forward_kernel(Geometry g, const T* x, T* y, int32_t* argmax) {
   const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
   if (j >= g.oh * g.ow) return;
   const int64_t plane = blockIdx.x;
-  const float* xp = x + plane * g.h * g.w;
+  const T* xp = x + plane * g.h * g.w;
   const int oy = j / g.ow, ox = j - oy * g.ow;
   const int y0 = max(oy * g.stride - g.pad, 0), y1 = min(oy * g.stride - g.pad + g.k, g.h);
   const int x0 = max(ox * g.stride - g.pad, 0), x1 = min(ox * g.stride - g.pad + g.k, g.w);
   int bi = y0 * g.w + x0;
-  float best = xp[bi];
+  float best = load(xp, bi);
   for (int iy = y0; iy < y1; ++iy)
     for (int ix = x0; ix < x1; ++ix) {
-      const float v = xp[iy * g.w + ix];
+      const float v = load(xp, iy * g.w + ix);
       if (v > best) {
         best = v;
         bi = iy * g.w + ix;
       }
     }
   const int64_t o = plane * g.oh * g.ow + j;
-  y[o] = best;
+  store(y, o, best);  // an input value: exact in T
   argmax[o] = bi;
 }
 
-// dx[i] = sum of dy[o] over outputs o (ascending) with argmax[o] == i.
-__global__ void maxpool_backward_kernel(Geometry g, const float* dy, const int32_t* argmax, float* dx) {
+// dx[i] = sum of dy[o] over outputs o (ascending) with argmax[o] == i, summed
+// in an fp32 register and stored once (overlapping windows: bf16 rounds the
+// total once, not each partial sum).
+template <typename T>
+__global__ void maxpool_backward_kernel(Geometry g, const T* dy, const int32_t* argmax, T* dx) {
   const int i = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
   if (i >= g.h * g.w) return;
   const int64_t plane = blockIdx.x;
-  const float* dyp = dy + plane * g.oh * g.ow;
+  const T* dyp = dy + plane * g.oh * g.ow;
   const int32_t* ap = argmax + plane * g.oh * g.ow;
   const int iy = i / g.w, ix = i - iy * g.w;
   int oy0, oy1, ox0, ox1;
@@ -100,137 +112,202 @@ __global__ void maxpool_backward_kernel(Geometry g, const float* dy, const int32
   for (int oy = oy0; oy <= oy1; ++oy)
     for (int ox = ox0; ox <= ox1; ++ox) {
       const int o = oy * g.ow + ox;
-      if (ap[o] == i) acc += dyp[o];
+      if (ap[o] == i) acc += load(dyp, o);
     }
-  dx[plane * g.h * g.w + i] = acc;
+  store(dx, plane * g.h * g.w + i, acc);
 }
 
 // Average over the k x k window (no padding); the 2x2 stride-2 case pairs its
 // additions as the CPU's fast path does.
-__global__ void avgpool_forward_kernel(Geometry g, float inv, const float* x, float* y) {
+template <typename T>
+__global__ void avgpool_forward_kernel(Geometry g, float inv, const T* x, T* y) {
   const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
   if (j >= g.oh * g.ow) return;
   const int64_t plane = blockIdx.x;
-  const float* xp = x + plane * g.h * g.w;
+  const T* xp = x + plane * g.h * g.w;
   const int oy = j / g.ow, ox = j - oy * g.ow;
   float v;
   if (g.k == 2 && g.stride == 2) {
-    const float* r0 = xp + 2 * oy * g.w + 2 * ox;
-    const float* r1 = r0 + g.w;
-    v = 0.25f * ((r0[0] + r0[1]) + (r1[0] + r1[1]));
+    const T* r0 = xp + 2 * oy * g.w + 2 * ox;
+    const T* r1 = r0 + g.w;
+    v = 0.25f * ((load(r0, 0) + load(r0, 1)) + (load(r1, 0) + load(r1, 1)));
   } else {
     float acc = 0.f;
     for (int ky = 0; ky < g.k; ++ky) {
-      const float* r = xp + (oy * g.stride + ky) * g.w + ox * g.stride;
-      for (int kx = 0; kx < g.k; ++kx) acc += r[kx];
+      const T* r = xp + (oy * g.stride + ky) * g.w + ox * g.stride;
+      for (int kx = 0; kx < g.k; ++kx) acc += load(r, kx);
     }
     v = acc * inv;
   }
-  y[plane * g.oh * g.ow + j] = v;
+  store(y, plane * g.oh * g.ow + j, v);
 }
 
 // dx[i] = sum over covering outputs o (ascending) of dy[o] * inv, each product
 // rounded before the add (__fmul_rn: no fused multiply-add), as on the CPU.
-__global__ void avgpool_backward_kernel(Geometry g, float inv, const float* dy, float* dx) {
+template <typename T>
+__global__ void avgpool_backward_kernel(Geometry g, float inv, const T* dy, T* dx) {
   const int i = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
   if (i >= g.h * g.w) return;
   const int64_t plane = blockIdx.x;
-  const float* dyp = dy + plane * g.oh * g.ow;
+  const T* dyp = dy + plane * g.oh * g.ow;
   const int iy = i / g.w, ix = i - iy * g.w;
   float acc;
   if (g.k == 2 && g.stride == 2) {  // the CPU's fast path assigns 0.25 * dy (or 0 past the last window)
     const int oy = iy / 2, ox = ix / 2;
-    acc = oy < g.oh && ox < g.ow ? 0.25f * dyp[oy * g.ow + ox] : 0.f;
+    acc = oy < g.oh && ox < g.ow ? 0.25f * load(dyp, oy * g.ow + ox) : 0.f;
   } else {
     int oy0, oy1, ox0, ox1;
     covering(iy, g.k, g.stride, 0, g.oh, oy0, oy1);
     covering(ix, g.k, g.stride, 0, g.ow, ox0, ox1);
     acc = 0.f;
     for (int oy = oy0; oy <= oy1; ++oy)
-      for (int ox = ox0; ox <= ox1; ++ox) acc += __fmul_rn(dyp[oy * g.ow + ox], inv);
+      for (int ox = ox0; ox <= ox1; ++ox) acc += __fmul_rn(load(dyp, oy * g.ow + ox), inv);
   }
-  dx[plane * g.h * g.w + i] = acc;
+  store(dx, plane * g.h * g.w + i, acc);
 }
 
 // One warp per plane: lanes stride the plane in double, then a fixed shuffle
-// tree; y = (float)(sum * (1.0 / hw)) as on the CPU.
+// tree; y = (float)(sum * (1.0 / hw)) as on the CPU (bf16: that fp32 value,
+// rounded once more on store).
 constexpr int kWarpsPerBlock = kThreads / 32;
-__global__ void global_avgpool_forward_kernel(int64_t planes, int64_t hw, double inv, const float* x, float* y) {
+template <typename T>
+__global__ void global_avgpool_forward_kernel(int64_t planes, int64_t hw, double inv, const T* x, T* y) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t p = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (p >= planes) return;  // whole warps leave together
-  const float* xp = x + p * hw;
+  const T* xp = x + p * hw;
   double acc = 0;
-  for (int64_t i = lane; i < hw; i += 32) acc += xp[i];
+  for (int64_t i = lane; i < hw; i += 32) acc += load(xp, i);
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
-  if (lane == 0) y[p] = static_cast<float>(acc * inv);
+  if (lane == 0) store(y, p, static_cast<float>(acc * inv));
 }
 
 // dx [planes, hw] = dy[p] * inv
-__global__ void global_avgpool_backward_kernel(int64_t hw, float inv, const float* dy, float* dx) {
+template <typename T>
+__global__ void global_avgpool_backward_kernel(int64_t hw, float inv, const T* dy, T* dx) {
   const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (i >= hw) return;
   const int64_t p = blockIdx.x;
-  dx[p * hw + i] = dy[p] * inv;
+  store(dx, p * hw + i, load(dy, p) * inv);
 }
 
-}  // namespace
 
-void maxpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, int32_t* argmax, cudaStream_t stream) {
+template <typename T>
+void maxpool_forward(const Pool2dShape& s, const T* x, T* y, int32_t* argmax, cudaStream_t stream) {
   const Geometry g = check_shape(s, "maxpool2d_forward");
   LS_REQUIRE(2 * s.pad <= s.k, "maxpool2d_forward (cuda): padding larger than half the kernel");
   if (s.planes == 0 || s.oh * s.ow == 0) return;
   const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
-  maxpool_forward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, x, y, argmax);
+  maxpool_forward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, x, y, argmax);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void maxpool2d_backward_cuda(const Pool2dShape& s, const float* dy, const int32_t* argmax, float* dx,
-                             cudaStream_t stream) {
+template <typename T>
+void maxpool_backward(const Pool2dShape& s, const T* dy, const int32_t* argmax, T* dx, cudaStream_t stream) {
   const Geometry g = check_shape(s, "maxpool2d_backward");
   if (s.planes == 0) return;
   const PlaneGrid pg = plane_grid(s.planes, s.h * s.w);
-  maxpool_backward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, dy, argmax, dx);
+  maxpool_backward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, dy, argmax, dx);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void avgpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, cudaStream_t stream) {
+template <typename T>
+void avgpool_forward(const Pool2dShape& s, const T* x, T* y, cudaStream_t stream) {
   const Geometry g = check_shape(s, "avgpool2d_forward");
   LS_REQUIRE(s.pad == 0, "avgpool2d_forward (cuda): average pooling has no padding");
   if (s.planes == 0 || s.oh * s.ow == 0) return;
   const float inv = 1.f / static_cast<float>(s.k * s.k);
   const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
-  avgpool_forward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, inv, x, y);
+  avgpool_forward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, inv, x, y);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void avgpool2d_backward_cuda(const Pool2dShape& s, const float* dy, float* dx, cudaStream_t stream) {
+template <typename T>
+void avgpool_backward(const Pool2dShape& s, const T* dy, T* dx, cudaStream_t stream) {
   const Geometry g = check_shape(s, "avgpool2d_backward");
   LS_REQUIRE(s.pad == 0, "avgpool2d_backward (cuda): average pooling has no padding");
   if (s.planes == 0) return;
   const float inv = 1.f / static_cast<float>(s.k * s.k);
   const PlaneGrid pg = plane_grid(s.planes, s.h * s.w);
-  avgpool_backward_kernel<<<pg.grid, pg.block, 0, stream>>>(g, inv, dy, dx);
+  avgpool_backward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, inv, dy, dx);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void global_avgpool_forward_cuda(int64_t planes, int64_t hw, const float* x, float* y, cudaStream_t stream) {
+template <typename T>
+void global_avgpool_forward(int64_t planes, int64_t hw, const T* x, T* y, cudaStream_t stream) {
   LS_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_forward (cuda): invalid shape");
   if (planes == 0) return;
   const int64_t blocks = (planes + kWarpsPerBlock - 1) / kWarpsPerBlock;
   LS_REQUIRE(blocks <= INT_MAX, "global_avgpool_forward (cuda): too many planes");
   const double inv = 1.0 / static_cast<double>(hw);
-  global_avgpool_forward_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(planes, hw, inv, x, y);
+  global_avgpool_forward_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(planes, hw, inv, x, y);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void global_avgpool_backward_cuda(int64_t planes, int64_t hw, const float* dy, float* dx, cudaStream_t stream) {
+template <typename T>
+void global_avgpool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cudaStream_t stream) {
   LS_REQUIRE(planes >= 0 && hw > 0, "global_avgpool_backward (cuda): invalid shape");
   if (planes == 0) return;
   const float inv = 1.f / static_cast<float>(hw);
   const PlaneGrid pg = plane_grid(planes, hw);
-  global_avgpool_backward_kernel<<<pg.grid, pg.block, 0, stream>>>(hw, inv, dy, dx);
+  global_avgpool_backward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(hw, inv, dy, dx);
   LS_CUDA_CHECK_LAUNCH();
+}
+
+const bf16* as_bf16(const void* p) { return static_cast<const bf16*>(p); }
+bf16* as_bf16(void* p) { return static_cast<bf16*>(p); }
+
+}  // namespace
+
+void maxpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, int32_t* argmax, cudaStream_t stream) {
+  maxpool_forward(s, x, y, argmax, stream);
+}
+
+void maxpool2d_backward_cuda(const Pool2dShape& s, const float* dy, const int32_t* argmax, float* dx,
+                             cudaStream_t stream) {
+  maxpool_backward(s, dy, argmax, dx, stream);
+}
+
+void avgpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, cudaStream_t stream) {
+  avgpool_forward(s, x, y, stream);
+}
+
+void avgpool2d_backward_cuda(const Pool2dShape& s, const float* dy, float* dx, cudaStream_t stream) {
+  avgpool_backward(s, dy, dx, stream);
+}
+
+void global_avgpool_forward_cuda(int64_t planes, int64_t hw, const float* x, float* y, cudaStream_t stream) {
+  global_avgpool_forward(planes, hw, x, y, stream);
+}
+
+void global_avgpool_backward_cuda(int64_t planes, int64_t hw, const float* dy, float* dx, cudaStream_t stream) {
+  global_avgpool_backward(planes, hw, dy, dx, stream);
+}
+
+void maxpool2d_forward_bf16_cuda(const Pool2dShape& s, const void* x, void* y, int32_t* argmax,
+                                 cudaStream_t stream) {
+  maxpool_forward(s, as_bf16(x), as_bf16(y), argmax, stream);
+}
+
+void maxpool2d_backward_bf16_cuda(const Pool2dShape& s, const void* dy, const int32_t* argmax, void* dx,
+                                  cudaStream_t stream) {
+  maxpool_backward(s, as_bf16(dy), argmax, as_bf16(dx), stream);
+}
+
+void avgpool2d_forward_bf16_cuda(const Pool2dShape& s, const void* x, void* y, cudaStream_t stream) {
+  avgpool_forward(s, as_bf16(x), as_bf16(y), stream);
+}
+
+void avgpool2d_backward_bf16_cuda(const Pool2dShape& s, const void* dy, void* dx, cudaStream_t stream) {
+  avgpool_backward(s, as_bf16(dy), as_bf16(dx), stream);
+}
+
+void global_avgpool_forward_bf16_cuda(int64_t planes, int64_t hw, const void* x, void* y, cudaStream_t stream) {
+  global_avgpool_forward(planes, hw, as_bf16(x), as_bf16(y), stream);
+}
+
+void global_avgpool_backward_bf16_cuda(int64_t planes, int64_t hw, const void* dy, void* dx, cudaStream_t stream) {
+  global_avgpool_backward(planes, hw, as_bf16(dy), as_bf16(dx), stream);
 }
 
 }  // namespace lockstep::ops
