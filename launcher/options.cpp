@@ -142,6 +142,8 @@ cxxopts::Options make_options() {
       ("device", "auto (the CPU for now; see docs/gpu.md), cpu or cuda", s(d.device))
       ("comm", "GPU gradient averaging: auto (nccl when every local rank has a GPU of its own), nccl, or mpi "
        "(staged through pinned host memory; ranks may share a GPU)", s(d.comm))
+      ("precision", "fp32, or bf16 (GPU: bf16 activations and tensor-core math, fp32 weights, gradients and "
+       "gradient averaging)", s(d.precision))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
@@ -421,7 +423,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.threads = static_cast<int>(threads);
   c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
   c.comm = one_of("comm", str("comm"), {"auto", "nccl", "mpi"});
-  LS_CHECK_INPUT(c.comm != "nccl" || c.device == "cuda", "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
+  c.precision = one_of("precision", str("precision"), {"fp32", "bf16"});
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
@@ -469,6 +471,9 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
 // environment variable alone (LOCKSTEP_CHECKPOINT_EVERY needs the directory
 // that LOCKSTEP_CHECKPOINT_DIR or --checkpoint-dir gives).
 void check_combinations(const TrainConfig& c) {
+  LS_CHECK_INPUT(c.comm != "nccl" || c.device == "cuda", "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
+  LS_CHECK_INPUT(c.precision == "fp32" || c.device == "cuda",
+                 "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
   LS_CHECK_INPUT(!c.benchmark || c.dataset == "synthetic",
                  "--benchmark and --dataset {}: benchmark mode trains on synthetic data shaped for the model (drop "
                  "--dataset)", c.dataset);
@@ -588,7 +593,8 @@ std::string config_json(const TrainConfig& c) {
                       {"grad_op", c.grad_op},
                       {"grad_compression", c.grad_compression},
                       {"device", c.device},
-                      {"comm", c.comm}};
+                      {"comm", c.comm},
+                      {"precision", c.precision}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -56,6 +56,7 @@ struct TrainConfig {
   int threads = 0;  // 0 = cores / local processes
   std::string device = "auto";
   std::string comm = "auto";              // GPU gradient transport: auto, nccl or mpi (staged through host memory)
+  std::string precision = "fp32";         // fp32, or bf16 activations with fp32 master weights (GPU)
   std::string grad_op = "average";  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)

@@ -115,6 +115,8 @@ void Trainer::setup() {
     dev_ = std::make_unique<DeviceRuntime>(c_, comm_);
     model_->to(dev_->device_allocator());
     opt_->use_gpu(dev_->gpu());
+    // Mixed precision: the input is rounded to bf16 once; weights stay fp32.
+    if (c_.precision == "bf16") model_->net().set_compute_dtype(DType::BF16);
   }
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
@@ -153,6 +155,7 @@ Fingerprint Trainer::fingerprint() const {
       {"buffers", param_signature(model_->buffers())},
       {"sync-batchnorm", c_.sync_batchnorm ? "on" : "off"},
       {"device", dev_ ? fmt::format("cuda, --comm {}", dev_->comm_mode()) : "cpu"},
+      {"precision", c_.precision},
       {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
                               train_->sample_shape().str())},
       {"augment", augmentation(c_)},
@@ -257,7 +260,11 @@ void Trainer::start() {
              micro_batch_, world, world == 1 ? "" : "es",
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
              global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
-  if (dev_) log_->info("device: {}", dev_->describe());
+  if (dev_)
+    log_->info("device: {}{}", dev_->describe(),
+               c_.precision == "bf16" ? "; precision bf16 (activations and tensor-core math in bf16; fp32 weights, "
+                                        "gradients and gradient averaging)"
+                                      : "");
   if (world > 1 || dev_)
     log_->info("world: {} rank{} on {} node{}; {}", world, world == 1 ? "" : "s", comm_.nodes(),
                comm_.nodes() == 1 ? "" : "s", dopt_->describe());

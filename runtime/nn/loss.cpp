@@ -36,9 +36,16 @@ void softmax_cross_entropy_backward(const Tensor& logits, const Tensor& labels, 
            logits.shape().str(), logits.device().str());
 #ifdef LOCKSTEP_HAVE_CUDA
   if (logits.device().is_cuda()) {
-    ops::softmax_xent_backward_cuda(logits.size(0), logits.size(1), logits.data<float>(), labels.data<int32_t>(),
-                                    scale, dlogits.data<float>(), label_smoothing,
-                                    gpu_context(gpu, "cross-entropy").raw_stream());
+    const cudaStream_t st = gpu_context(gpu, "cross-entropy").raw_stream();
+    if (logits.dtype() == DType::BF16) {  // mixed precision: bf16 logits and dlogits
+      LS_CHECK(dlogits.dtype() == DType::BF16, "cross-entropy: bf16 logits need bf16 dlogits, got {}",
+               dtype_name(dlogits.dtype()));
+      ops::softmax_xent_backward_bf16_cuda(logits.size(0), logits.size(1), logits.raw_data(), labels.data<int32_t>(),
+                                           scale, dlogits.raw_data(), label_smoothing, st);
+    } else {
+      ops::softmax_xent_backward_cuda(logits.size(0), logits.size(1), logits.data<float>(), labels.data<int32_t>(),
+                                      scale, dlogits.data<float>(), label_smoothing, st);
+    }
     return;
   }
 #endif
@@ -66,9 +73,15 @@ void LossAccumulator::add(const Tensor& logits, const Tensor& labels, float labe
   }
   ensure_scratch(row_loss_, b, DType::F64, d, gpu, "LossAccumulator");
   ensure_scratch(row_correct_, b, DType::I32, d, gpu, "LossAccumulator");
-  ops::softmax_xent_forward_cuda(b, logits.size(1), logits.data<float>(), labels.data<int32_t>(), label_smoothing,
-                                 row_loss_.data<double>(), row_correct_.data<int32_t>(), dev_loss_.data<double>(),
-                                 dev_correct_.data<int64_t>(), gpu_context(gpu, "LossAccumulator").raw_stream());
+  const cudaStream_t st = gpu_context(gpu, "LossAccumulator").raw_stream();
+  if (logits.dtype() == DType::BF16)  // mixed precision: bf16 logits, fp32/fp64 math
+    ops::softmax_xent_forward_bf16_cuda(b, logits.size(1), logits.raw_data(), labels.data<int32_t>(), label_smoothing,
+                                        row_loss_.data<double>(), row_correct_.data<int32_t>(),
+                                        dev_loss_.data<double>(), dev_correct_.data<int64_t>(), st);
+  else
+    ops::softmax_xent_forward_cuda(b, logits.size(1), logits.data<float>(), labels.data<int32_t>(), label_smoothing,
+                                   row_loss_.data<double>(), row_correct_.data<int32_t>(), dev_loss_.data<double>(),
+                                   dev_correct_.data<int64_t>(), st);
   host_.count += b;
 #else
   LS_THROW("LossAccumulator: tensors on {} need a build with CUDA support", logits.device().str());

@@ -54,8 +54,11 @@ void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
-    ops::add_relu_cuda(y.numel(), a.data<float>(), b.data<float>(), y.data<float>(),
-                       gpu_context(ctx.gpu, "Residual").raw_stream());
+    const cudaStream_t st = gpu_context(ctx.gpu, "Residual").raw_stream();
+    if (y.dtype() == DType::BF16)
+      ops::add_relu_bf16_cuda(y.numel(), a.raw_data(), b.raw_data(), y.raw_data(), st);
+    else
+      ops::add_relu_cuda(y.numel(), a.data<float>(), b.data<float>(), y.data<float>(), st);
     return;
   }
 #endif
@@ -66,19 +69,26 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
   // dL/d(sum) = dy where y > 0: masked in place, dy is the caller's scratch buffer.
   Tensor g = dy;
   const bool gpu = y.device().is_cuda();
+  const bool bf16 = y.dtype() == DType::BF16;  // mixed precision (GPU)
   // dst += src on the tensors' device.
   auto add_inplace = [&](const Tensor& src, Tensor& dst) {
 #ifdef LOCKSTEP_HAVE_CUDA
     if (gpu) {
-      ops::add_inplace_cuda(dst.numel(), src.data<float>(), dst.data<float>(),
-                            gpu_context(ctx.gpu, "Residual").raw_stream());
+      const cudaStream_t st = gpu_context(ctx.gpu, "Residual").raw_stream();
+      if (bf16)
+        ops::add_inplace_bf16_cuda(dst.numel(), src.raw_data(), dst.raw_data(), st);
+      else
+        ops::add_inplace_cuda(dst.numel(), src.data<float>(), dst.data<float>(), st);
       return;
     }
 #endif
     ops::add_inplace_cpu(dst.numel(), src.data<float>(), dst.data<float>());
   };
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (gpu)
+  if (gpu && bf16)
+    ops::relu_backward_bf16_cuda(y.numel(), y.raw_data(), g.raw_data(), g.raw_data(),
+                                 gpu_context(ctx.gpu, "Residual").raw_stream());
+  else if (gpu)
     ops::relu_backward_cuda(y.numel(), y.data<float>(), g.data<float>(), g.data<float>(),
                             gpu_context(ctx.gpu, "Residual").raw_stream());
   else
@@ -94,7 +104,7 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
       shortcut_.backward(ctx, nullptr);
       return;
     }
-    ensure_scratch(scratch_, x.numel(), DType::F32, x.device(), ctx.gpu, "Residual");
+    ensure_scratch(scratch_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
     Tensor sx = scratch_.slice(0, x.shape());
     shortcut_.backward(ctx, &sx);
     add_inplace(sx, *dx);

@@ -5,6 +5,11 @@
 
 #include "nn/device_util.h"
 
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "cuda/context.h"
+#include "ops/elementwise_cuda.h"
+#endif
+
 namespace lockstep {
 
 void Sequential::add(std::unique_ptr<Module> m) {
@@ -52,7 +57,14 @@ int64_t Sequential::forward_flops(const Shape& in) const {
   return f;
 }
 
-void Sequential::allocate(const Shape& in, Device device, cuda::Context* gpu) {
+void Sequential::set_compute_dtype(DType dtype) {
+  LS_CHECK(dtype == DType::F32 || dtype == DType::BF16, "Sequential: compute type {} (fp32 or bf16)",
+           dtype_name(dtype));
+  compute_dtype_ = dtype;
+  capacity_shape_ = Shape();
+}
+
+void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu) {
   const std::shared_ptr<Allocator> alloc = allocator_for(device, gpu, "Sequential");
   LS_CHECK(!layers_.empty(), "Sequential has no layers");
   const std::vector<Shape> cap_shapes = shapes(in);
@@ -84,13 +96,14 @@ void Sequential::allocate(const Shape& in, Device device, cuda::Context* gpu) {
       }
       aliasing_[i] = safe ? Aliasing::InPlace : Aliasing::None;
     }
-    if (aliasing_[i] == Aliasing::None) act_storage_[i] = Tensor::zeros(cap_shapes[i], DType::F32, alloc);
+    if (aliasing_[i] == Aliasing::None) act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, alloc);
     max_numel = std::max(max_numel, cap_shapes[i].numel());
   }
-  grad_buf_[0] = Tensor::zeros(Shape{max_numel}, DType::F32, alloc);
-  grad_buf_[1] = Tensor::zeros(Shape{max_numel}, DType::F32, alloc);
+  grad_buf_[0] = Tensor::zeros(Shape{max_numel}, dtype, alloc);
+  grad_buf_[1] = Tensor::zeros(Shape{max_numel}, dtype, alloc);
   capacity_shape_ = in;
   capacity_device_ = device;
+  capacity_dtype_ = dtype;
 }
 
 void Sequential::bind(const Shape& in) {
@@ -100,18 +113,33 @@ void Sequential::bind(const Shape& in) {
     if (aliasing_[i] == Aliasing::None) acts_[i] = act_storage_[i].narrow_rows(in[0]).reshape(shapes_[i]);
 }
 
-const Tensor& Sequential::forward(const Tensor& x, const ForwardContext& ctx) {
-  const Shape& in = x.shape();
+const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx) {
+  const Shape& in = x_in.shape();
   LS_CHECK(in.rank() >= 1 && in[0] > 0, "Sequential input shape {} has no batch", in.str());
-  bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0] && capacity_device_ == x.device();
+  const bool cast = compute_dtype_ == DType::BF16 && x_in.dtype() == DType::F32 && x_in.device().is_cuda();
+  const DType dtype = cast ? DType::BF16 : x_in.dtype();
+  bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0] &&
+              capacity_device_ == x_in.device() && capacity_dtype_ == dtype;
   for (int d = 1; fits && d < in.rank(); ++d) fits = in[d] == capacity_shape_[d];
   if (!fits) {
-    allocate(in, x.device(), ctx.gpu);
+    allocate(in, x_in.device(), dtype, ctx.gpu);
     bind(in);
   } else if (shapes_.empty() || shapes_[0][0] != in[0]) {
     bind(in);
   }
-  input_ = x;
+  caller_input_ = Tensor();
+  input_ = x_in;
+  if (cast) {
+#ifdef LOCKSTEP_HAVE_CUDA
+    cuda::Context& gpu = gpu_context(ctx.gpu, "Sequential");
+    ensure_scratch(cast_buf_, capacity_shape_.numel(), DType::BF16, x_in.device(), ctx.gpu, "Sequential");
+    input_ = cast_buf_.slice(0, in);
+    ops::to_16bit_cuda(x_in.numel(), ops::Float16Kind::BF16, x_in.data<float>(), input_.raw_data(),
+                       gpu.raw_stream());
+    caller_input_ = x_in;
+#endif
+  }
+  const Tensor& x = input_;
   const Tensor* cur = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (aliasing_[i] != Aliasing::None) acts_[i] = cur->reshape(shapes_[i]);
@@ -130,10 +158,18 @@ Tensor Sequential::output_grad() {
   return grad_buf_[0].slice(0, shapes_.back());
 }
 
-void Sequential::backward(const BackwardContext& ctx, Tensor* input_grad) {
+void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
   LS_CHECK(!acts_.empty(), "backward() before forward()");
-  LS_CHECK(!input_grad || input_grad->shape() == input_.shape(), "input gradient {} does not match the input {}",
-           input_grad->shape().str(), input_.shape().str());
+  LS_CHECK(!caller_grad || caller_grad->shape() == input_.shape(), "input gradient {} does not match the input {}",
+           caller_grad->shape().str(), input_.shape().str());
+  // With an input cast, layer 0 writes a bf16 gradient, widened at the end.
+  Tensor cast_grad;
+  Tensor* input_grad = caller_grad;
+  if (caller_grad && caller_input_.defined()) {
+    ensure_scratch(cast_grad_buf_, capacity_shape_.numel(), DType::BF16, input_.device(), ctx.gpu, "Sequential");
+    cast_grad = cast_grad_buf_.slice(0, input_.shape());
+    input_grad = &cast_grad;
+  }
   int cur = 0;  // which grad_buf_ holds dy
   Tensor dy = grad_buf_[0].slice(0, shapes_.back());
   for (size_t k = layers_.size(); k-- > 0;) {
@@ -164,6 +200,11 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* input_grad) {
     }
     dy = dx;
   }
+#ifdef LOCKSTEP_HAVE_CUDA
+  if (input_grad != caller_grad)
+    ops::from_16bit_cuda(cast_grad.numel(), ops::Float16Kind::BF16, cast_grad.raw_data(), caller_grad->data<float>(),
+                         gpu_context(ctx.gpu, "Sequential").raw_stream());
+#endif
 }
 
 }  // namespace lockstep

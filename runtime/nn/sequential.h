@@ -11,6 +11,11 @@
 //   grad[0|1] two ping-pong buffers for dL/d(activation), each max activation size
 // Backward walks layers L-1..0 and calls the grad-ready hook after each layer
 // with parameters, the moment that layer's parameter gradients are final.
+//
+// Activations and their gradients have the input's element type: fp32, or
+// bf16 for mixed precision on a GPU. set_compute_dtype(BF16) makes a
+// Sequential round an fp32 GPU input to bf16 once before its first layer (the
+// model's entry point; nested Sequentials then see bf16 and follow it).
 #pragma once
 
 #include <chrono>
@@ -68,11 +73,17 @@ class Sequential {
     fusion_ = on;
     capacity_shape_ = Shape();
   }
+  // BF16: an fp32 input on a GPU is rounded to bf16 before the first layer, so
+  // every activation, gradient and layer computation downstream is bf16 (mixed
+  // precision; parameters stay fp32). F32 (default): the input's type is used
+  // as it is. Host inputs are never converted (the CPU ops are fp32 only).
+  void set_compute_dtype(DType dtype);
+  DType compute_dtype() const { return compute_dtype_; }
   // Effective aliasing per layer after planning (for tests and logs).
   const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }
 
  private:
-  void allocate(const Shape& in, Device device, cuda::Context* gpu);
+  void allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu);
   void bind(const Shape& in);
 
   std::vector<std::unique_ptr<Module>> layers_;
@@ -83,7 +94,11 @@ class Sequential {
   Tensor grad_buf_[2];               // [max activation numel] each
   Shape capacity_shape_;             // input shape the storage was sized for
   Device capacity_device_;           // where the storage lives (the input's device)
-  Tensor input_;                     // the current forward's input (not owned)
+  DType capacity_dtype_ = DType::F32;  // the activations' element type
+  DType compute_dtype_ = DType::F32;   // see set_compute_dtype
+  Tensor input_;                     // the current forward's input (not owned; after the cast, ours)
+  Tensor caller_input_;              // with a cast: the caller's fp32 input
+  Tensor cast_buf_, cast_grad_buf_;  // with a cast: the bf16 input and its gradient, capacity elements
   GradReadyHook hook_;
   LayerObserver observer_;
   bool fusion_ = true;

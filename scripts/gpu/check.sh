@@ -101,10 +101,13 @@ step train.lenet.nccl.bf16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --co
                              --metrics-file "$OUT/lenet-nccl1-bf16.jsonl"
 step train.lenet.mpi.np2.fp16 mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
                              --grad-compression fp16 --metrics-file "$OUT/lenet-mpi2-fp16.jsonl"
+step train.lenet.cuda.bf16 trainer "${TRAIN[@]}" --device cuda --precision bf16 --metrics-file "$OUT/lenet-cuda-bf16.jsonl"
 # Batch norm across ranks: running statistics broadcast at start, synced
 # statistics (--sync-batchnorm, through the host with --comm mpi).
 step train.resnet20.mpi.np2.syncbn mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
                              --device cuda --comm mpi --sync-batchnorm --progress off
+step train.resnet20.bf16   trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 --device cuda \
+                             --precision bf16 --progress off
 # The GPU run must reach the CPU run's test accuracy (within 0.5 points).
 compare_lenet() {
   host_env "$PY" - "$OUT" <<'PY'
@@ -113,7 +116,7 @@ out = sys.argv[1]
 def last(name):
     e = [json.loads(l) for l in open(f"{out}/lenet-{name}.jsonl") if l.strip()]
     return 100 * [x for x in e if x["type"] == "epoch"][-1]["test_acc"]
-runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16")
+runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16")
 acc = {n: last(n) for n in runs}
 print("lenet, 3 epochs, test accuracy %:", ", ".join(f"{k} {v:.2f}" for k, v in acc.items()))
 bad = [k for k in runs[1:] if abs(acc[k] - acc["cpu"]) > 0.5]
@@ -138,6 +141,16 @@ step bench.resnet50.torch.eager   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.
                                     --channels 3 --image-size 224 --classes 1000 --steps 60
 step bench.resnet50.torch.compile host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                     --channels 3 --image-size 224 --classes 1000 --steps 60 --compile
+# bf16 (mixed precision) on both sides: PyTorch autocast, lockstep --precision bf16.
+step bench.convnet.lockstep.bf16      bench_lockstep bench-convnet-bf16 convnet 1024 --precision bf16
+step bench.convnet.torch.eager.bf16   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
+                                        --precision bf16
+step bench.resnet50.lockstep.bf16     bench_lockstep bench-resnet50-bf16 resnet50 128 --precision bf16
+step bench.resnet50.torch.eager.bf16  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+                                        --channels 3 --image-size 224 --classes 1000 --steps 60 --precision bf16
+step bench.resnet50.torch.compile.bf16 host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 \
+                                        --batch-size 128 --channels 3 --image-size 224 --classes 1000 --steps 60 \
+                                        --precision bf16 --compile
 # Every machine-readable line in one file.
 for f in "$OUT"/bench.*.log; do grep -h '^{' "$f" 2>/dev/null; done > "$OUT/bench.jsonl"
 for f in "$OUT"/bench-*.jsonl; do grep -h '"summary"' "$f" 2>/dev/null; done >> "$OUT/bench.jsonl"

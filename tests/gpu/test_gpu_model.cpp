@@ -11,6 +11,15 @@
 // fp32 summation-order differences; 1 vs 2 CPU threads differ by ~1e-3 after
 // two steps of resnet20, docs/models.md). Parameters move little per step, so
 // theirs is 1e-5.
+//
+// bf16 (Sequential::set_compute_dtype(BF16): bf16 activations, fp32 weights,
+// gradients and optimizer) against the same fp32 CPU run: every op rounds its
+// output to bf16 (2^-9 relative), and the errors add up over the layers, so
+// the bounds are loose sanity bounds, not parity: logits and loss 5e-2,
+// gradients 5e-2 (1.5e-1 with batch norm), parameters after a step 1e-3 (a
+// step changes a weight by ~1% of itself; a 10% error in it is 1e-3). The
+// training run of scripts/gpu/check.sh (lenet --precision bf16 within 0.5
+// points of the CPU's test accuracy) is the end-to-end check.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -132,6 +141,84 @@ TEST_CASE("built-in models: two SGD steps on the GPU match the CPU", "[model]") 
           f.download(gpu->net().forward(xg, ForwardContext{false, 1, 0, 0, nullptr, &f.ctx}));
       const int step = 2;
       REQUIRE_CLOSE("evaluation logits", eg, ec, tol);
+    }
+  }
+}
+
+TEST_CASE("built-in models in bf16 on the GPU track the fp32 CPU run", "[model]") {
+  const std::vector<Case> cases = {
+      {"mlp", Shape{1, 28, 28}, 10, 16, false},       {"lenet", Shape{1, 28, 28}, 10, 16, false},
+      {"keras-cnn", Shape{1, 28, 28}, 10, 16, false}, {"convnet", Shape{1, 28, 28}, 10, 8, false},
+      {"resnet20", Shape{3, 32, 32}, 10, 8, true},    {"resnet50", Shape{3, 64, 64}, 100, 4, true},
+  };
+  // A bf16 device tensor's values as floats.
+  auto widen = [](GpuFixture& f, const Tensor& t) {
+    REQUIRE(t.dtype() == DType::BF16);
+    return bf16_values(download_bf16(f, t));
+  };
+  for (const Case& c : cases) {
+    const std::string& model = c.model;
+    SECTION(model) {
+      GpuFixture f;
+      const models::ModelSpec spec{c.sample, c.classes};
+      auto cpu = models::build_model(model, spec, 11);
+      auto gpu = models::build_model(model, spec, 11);
+      gpu->to(f.ctx.allocator());
+      gpu->net().set_compute_dtype(DType::BF16);
+      OptimizerConfig oc;
+      oc.momentum = 0.9f;
+      oc.weight_decay = 1e-4f;
+      auto opt_cpu = make_optimizer(cpu->params(), oc);
+      auto opt_gpu = make_optimizer(gpu->params(), oc);
+      opt_gpu->use_gpu(f.ctx);
+
+      const Shape xs = cpu->batch_shape(c.batch);
+      const Tensor x = Tensor::from_vector(xs, random_vector(xs.numel(), 5));
+      Tensor labels = Tensor::zeros(Shape{c.batch}, DType::I32);
+      std::mt19937 gen(3);
+      for (int64_t i = 0; i < c.batch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(gen() % c.classes);
+      const Tensor xg = x.to(f.ctx.allocator());  // fp32: the model rounds it to bf16
+      const Tensor lg = labels.to(f.ctx.allocator());
+      int64_t mallocs_after_first = 0;
+
+      for (int step = 0; step < 2; ++step) {
+        const float scale = 1.f / static_cast<float>(c.batch);
+        const Tensor& zc = cpu->net().forward(x, ForwardContext{true, 1, step, 0});
+        LossAccumulator lc;
+        lc.add(zc, labels);
+        Tensor dc = cpu->net().output_grad();
+        softmax_cross_entropy_backward(zc, labels, scale, dc);
+        cpu->net().backward(BackwardContext{});
+
+        const Tensor& zg = gpu->net().forward(xg, ForwardContext{true, 1, step, 0, nullptr, &f.ctx});
+        REQUIRE(zg.dtype() == DType::BF16);
+        LossAccumulator lgpu;
+        lgpu.add(zg, lg, 0.f, &f.ctx);
+        Tensor dg = gpu->net().output_grad();
+        REQUIRE(dg.dtype() == DType::BF16);
+        softmax_cross_entropy_backward(zg, lg, scale, dg, 0.f, &f.ctx);
+        gpu->net().backward(BackwardContext{false, nullptr, &f.ctx});
+
+        REQUIRE_CLOSE("logits", widen(f, zg), zc.to_vector(), 5e-2);
+        const LossStats sc = lc.read(), sg = lgpu.read();
+        REQUIRE(sg.count == sc.count);
+        REQUIRE_CLOSE("loss", std::vector<float>{static_cast<float>(sg.loss_sum)},
+                      std::vector<float>{static_cast<float>(sc.loss_sum)}, 5e-2);
+        for (size_t i = 0; i < cpu->params().params().size(); ++i) {
+          const Parameter& pc = cpu->params().params()[i];
+          const Parameter& pg = gpu->params().params()[i];
+          REQUIRE(pg.grad.dtype() == DType::F32);
+          REQUIRE_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(),
+                        c.batchnorm ? 1.5e-1 : 5e-2);
+        }
+        opt_cpu->step(0.05f);
+        opt_gpu->step(0.05f);
+        REQUIRE_CLOSE("parameters after the step", f.download(gpu->params().values()),
+                      cpu->params().values().to_vector(), 1e-3);
+        if (step == 0) mallocs_after_first = f.ctx.allocator()->stats().device_mallocs;
+      }
+      INFO(model << ": cudaMalloc calls in the second bf16 step");
+      REQUIRE(f.ctx.allocator()->stats().device_mallocs == mallocs_after_first);
     }
   }
 }

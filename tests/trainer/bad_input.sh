@@ -259,6 +259,9 @@ row positional 2 trainer "unexpected argument 'extra'" -- extra
 row cuda-device 2 trainer "--device cuda" -- --device cuda
 row comm-nccl-on-cpu 2 trainer "--comm nccl: needs --device cuda" -- --comm nccl
 row unknown-comm 2 trainer "--comm: 'gloo' is not one of auto, nccl, mpi" -- --comm gloo
+row env-comm-nccl-on-cpu 2 trainer "--comm nccl: needs --device cuda (CPU gradients go over MPI) (set by LOCKSTEP_COMM)" LOCKSTEP_COMM=nccl -- $SYN
+row precision-on-cpu 2 trainer "--precision bf16: needs --device cuda (the CPU computes in fp32)" -- $SYN --precision bf16
+row unknown-precision 2 trainer "--precision: 'fp16' is not one of fp32, bf16" -- --precision fp16
 row metrics-dir 2 trainer "--metrics-file: directory $WORK/no/such does not exist" -- --metrics-file "$WORK/no/such/m.jsonl"
 row weights-to-dir 2 trainer "--save-weights: $WORK is a directory" -- $SYN --save-weights "$WORK"
 row timeline-dir 2 trainer "--timeline: directory $WORK/no/such does not exist" -- $SYN --timeline "$WORK/no/such/t.json"
