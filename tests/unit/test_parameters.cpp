@@ -51,6 +51,29 @@ TEST_CASE("gradients become final front-to-back in the flat buffer", "[params]")
   CHECK(model->params().find("layers.9.bias")->offset == 0);
 }
 
+TEST_CASE("a bf16 compute type leaves host inputs in fp32 and only accepts fp32 or bf16", "[params]") {
+  // Mixed precision converts GPU inputs only; on the CPU the same model with
+  // set_compute_dtype(BF16) must give the fp32 results bit for bit.
+  auto a = models::build_model("lenet", {}, 1);
+  auto b = models::build_model("lenet", {}, 1);
+  b->net().set_compute_dtype(DType::BF16);
+  CHECK(b->net().compute_dtype() == DType::BF16);
+  Tensor x = Tensor::zeros(a->batch_shape(3));
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 17) / 17.f;
+  const Tensor& ya = a->net().forward(x, {});
+  const Tensor& yb = b->net().forward(x, {});
+  REQUIRE(yb.dtype() == DType::F32);
+  CHECK(ya.to_vector() == yb.to_vector());
+  a->net().output_grad().fill(0.25f);
+  b->net().output_grad().fill(0.25f);
+  Tensor ga = Tensor::zeros(x.shape()), gb = Tensor::zeros(x.shape());
+  a->net().backward({}, &ga);
+  b->net().backward({}, &gb);
+  CHECK(ga.to_vector() == gb.to_vector());
+  CHECK(a->params().grads().to_vector() == b->params().grads().to_vector());
+  CHECK_THROWS(b->net().set_compute_dtype(DType::F16));
+}
+
 TEST_CASE("the planner fuses ReLU into Conv2d/Linear and runs Dropout in place only when safe", "[params]") {
   auto model = models::build_model("keras-cnn", {}, 1);
   Sequential& net = model->net();
