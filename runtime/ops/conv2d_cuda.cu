@@ -136,9 +136,10 @@ bool tensor_op_math(cudnnMathType_t m) {
 
 // The first usable entry of a heuristic's list (see the header): first pass
 // deterministic only, second pass any; tensor-op entries only when
-// `tensor_ops` (bf16). `workspace_size(algo, &bytes)` is the matching
-// cudnnGet*WorkspaceSize call; its success also confirms that the algorithm
-// supports this configuration.
+// `tensor_ops` (bf16). `workspace_size(algo, math, &bytes)` is the matching
+// cudnnGet*WorkspaceSize call (bf16: made with the entry's math type on the
+// descriptor, as cuDNN returns algorithm and math type as a pair); its
+// success also confirms that the algorithm supports this configuration.
 template <typename Perf, typename WorkspaceSize>
 bool pick(const std::vector<Perf>& perf, int returned, size_t limit, bool tensor_ops, WorkspaceSize workspace_size,
           Perf& chosen, size_t& bytes) {
@@ -148,7 +149,7 @@ bool pick(const std::vector<Perf>& perf, int returned, size_t limit, bool tensor
       if (p.status != CUDNN_STATUS_SUCCESS || (!tensor_ops && tensor_op_math(p.mathType))) continue;
       if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
       size_t need = 0;
-      if (workspace_size(p.algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
+      if (workspace_size(p.algo, p.mathType, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
       chosen = p;
       bytes = need;
       return true;
@@ -181,6 +182,10 @@ struct Conv2dCuda::Impl {
   cudnnConvolutionFwdAlgo_t fwd_algo{};
   cudnnConvolutionBwdDataAlgo_t data_algo{};
   cudnnConvolutionBwdFilterAlgo_t filter_algo{};
+  // bf16: the math type each chosen algorithm came with, set on the descriptor
+  // before each call (fp32 keeps CUDNN_FMA_MATH throughout).
+  cudnnMathType_t fwd_math = CUDNN_TENSOR_OP_MATH, data_math = CUDNN_TENSOR_OP_MATH,
+                  filter_math = CUDNN_TENSOR_OP_MATH;
   Algorithms algos;
 
   ~Impl() {
@@ -221,12 +226,14 @@ struct Conv2dCuda::Impl {
       cudnnConvolutionFwdAlgoPerf_t p{};
       const bool ok = pick(
           perf, returned, limit, data == ConvData::BF16,
-          [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+          [&](cudnnConvolutionFwdAlgo_t a, cudnnMathType_t math, size_t* bytes) {
+            if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, bytes);
           },
           p, chosen.forward_bytes);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable forward algorithm");
       fwd_algo = p.algo;
+      fwd_math = p.mathType;
       chosen.forward = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
@@ -239,12 +246,14 @@ struct Conv2dCuda::Impl {
       cudnnConvolutionBwdDataAlgoPerf_t p{};
       const bool ok = pick(
           perf, returned, limit, data == ConvData::BF16,
-          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+          [&](cudnnConvolutionBwdDataAlgo_t a, cudnnMathType_t math, size_t* bytes) {
+            if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, a, bytes);
           },
           p, chosen.backward_data_bytes);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-data algorithm");
       data_algo = p.algo;
+      data_math = p.mathType;
       chosen.backward_data = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
@@ -257,12 +266,14 @@ struct Conv2dCuda::Impl {
       cudnnConvolutionBwdFilterAlgoPerf_t p{};
       const bool ok = pick(
           perf, returned, limit, data == ConvData::BF16,
-          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+          [&](cudnnConvolutionBwdFilterAlgo_t a, cudnnMathType_t math, size_t* bytes) {
+            if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, a, bytes);
           },
           p, chosen.backward_filter_bytes);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-filter algorithm");
       filter_algo = p.algo;
+      filter_math = p.mathType;
       chosen.backward_filter = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
@@ -389,6 +400,7 @@ void Conv2dCuda::forward_bf16(cuda::Context& ctx, int64_t n, const void* x, cons
   // alpha and beta are fp32 for every non-double configuration.
   const float one = 1.f, zero = 0.f;
   void* ws = ctx.workspace(m.algos.forward_bytes);
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.fwd_math));
   LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, m.x, x, m.w, w, m.conv, m.fwd_algo, ws,
                                          m.algos.forward_bytes, &zero, m.y, y));
   bias_relu(ctx, m.oc, m.g.oh * m.g.ow, n, b, relu, static_cast<bf16*>(y), m.describe(n));
@@ -435,13 +447,16 @@ void Conv2dCuda::backward_bf16(cuda::Context& ctx, int64_t n, const void* x, con
   auto* dw16 = reinterpret_cast<bf16*>(block);
   void* ws = block + dw16_bytes;
   const float one = 1.f, zero = 0.f;
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
   LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
                                                 &zero, m.w, dw16));
   widen_grad_kernel<<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(weights, dw16, dw, accumulate);
   LS_CUDA_CHECK_LAUNCH();
-  if (dx)
+  if (dx) {
+    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.data_math));
     LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
                                                 &zero, m.x, dx));
+  }
 }
 
 }  // namespace lockstep::ops

@@ -14,9 +14,12 @@
 //     products; the CPU is within 9e-6 of exact here.
 //   The masked dy must match exactly (both sides mask with the same y).
 //   bf16 (ConvData::BF16): the CPU reference gets the same bf16-rounded x, w
-//     and dy. y is rounded to bf16 by cuDNN and again after the bias epilogue
-//     (2 x 2^-9 relative), dx once, dw once before it is widened into fp32
-//     (cuDNN accumulates in fp32 on tensor cores): tolerance 1e-2 for y, dx, dw.
+//     and dy. One bf16 rounding is off by up to 2^-8 (8 significant bits). y is
+//     rounded by cuDNN and again after the bias epilogue: up to 2^-8 of the
+//     convolution sum plus 2^-8 of y, which with |bias| <= 1 and |y| >= 1 is
+//     at most 3 x 2^-8 ~ 1.2e-2 of y: tolerance 1.5e-2. dx is rounded once and
+//     dw once before it is widened into fp32 (cuDNN accumulates in fp32 on
+//     tensor cores): tolerance 1e-2.
 //     db sums the same bf16 dy values as the CPU (fp64 vs fp32 order): 1e-4.
 //     The masked dy must match exactly: the GPU masks with bf16(y_cpu), whose
 //     sign is y_cpu's.
@@ -39,6 +42,7 @@ namespace {
 constexpr double kForwardTol = 5e-5;
 constexpr double kBackwardTol = 1e-4;
 constexpr double kBf16Tol = 1e-2;
+constexpr double kBf16OutTol = 1.5e-2;  // y: two roundings
 
 // The tensor helpers copy on the legacy default stream; the ops run on the
 // context's non-blocking stream. Wait for everything before launching.
@@ -128,7 +132,7 @@ void check_case_bf16(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShap
   conv.backward_bf16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), yref_.raw_data(), dy_.raw_data(),
                      with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
                      accumulate, relu);
-  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, y_)), y_cpu, kBf16Tol);
+  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, y_)), y_cpu, kBf16OutTol);
   LS_REQUIRE_PARITY(bf16_values(download_bf16(f, dy_)), dy_cpu, 0.0);
   LS_REQUIRE_PARITY(f.download(dw_), dw_cpu, kBf16Tol);
   LS_REQUIRE_PARITY(f.download(db_), db_cpu, kBackwardTol);                      // untouched when bias is null

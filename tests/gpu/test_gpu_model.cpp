@@ -13,13 +13,18 @@
 // theirs is 1e-5.
 //
 // bf16 (Sequential::set_compute_dtype(BF16): bf16 activations, fp32 weights,
-// gradients and optimizer) against the same fp32 CPU run: every op rounds its
-// output to bf16 (2^-9 relative), and the errors add up over the layers, so
-// the bounds are loose sanity bounds, not parity: logits and loss 5e-2,
-// gradients 5e-2 (1.5e-1 with batch norm), parameters after a step 1e-3 (a
-// step changes a weight by ~1% of itself; a 10% error in it is 1e-3). The
-// training run of scripts/gpu/check.sh (lenet --precision bf16 within 0.5
-// points of the CPU's test accuracy) is the end-to-end check.
+// gradients and optimizer) against the same fp32 CPU run. Every op rounds its
+// output to bf16 (up to 2^-8 relative), so pre-activations carry ~2e-3..8e-3
+// relative error, and what dominates the gradients is ReLU masks that flip
+// where a pre-activation is near 0: each ReLU a gradient crosses adds roughly
+// sqrt(2 eps / pi) ~ 4e-2..7e-2 relative L2. These are sanity bounds, not
+// parity: logits and loss 5e-2; the last Linear's weight gradient (no ReLU
+// between it and the loss) 3e-2, which still catches indexing or transposition
+// errors; every gradient and each step's parameter update (p after - p before)
+// 0.15 without batch norm, 0.5 with it; evaluation logits 5e-2 and running
+// statistics 5e-2. The training run of scripts/gpu/check.sh (lenet
+// --precision bf16 within 0.5 points of the CPU's test accuracy) is the
+// end-to-end check.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -181,8 +186,17 @@ TEST_CASE("built-in models in bf16 on the GPU track the fp32 CPU run", "[model]"
       const Tensor lg = labels.to(f.ctx.allocator());
       int64_t mallocs_after_first = 0;
 
+      const double grad_tol = c.batchnorm ? 0.5 : 0.15;
+      // The last Linear's weight and bias (the last declared parameters) cross no ReLU.
+      std::string last_weight, last_bias;
+      for (const Parameter& p : cpu->params().params()) {
+        const bool weight = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0;
+        (weight ? last_weight : last_bias) = p.name;
+      }
       for (int step = 0; step < 2; ++step) {
         const float scale = 1.f / static_cast<float>(c.batch);
+        const std::vector<float> before_cpu = cpu->params().values().to_vector();
+        const std::vector<float> before_gpu = f.download(gpu->params().values());
         const Tensor& zc = cpu->net().forward(x, ForwardContext{true, 1, step, 0});
         LossAccumulator lc;
         lc.add(zc, labels);
@@ -208,17 +222,30 @@ TEST_CASE("built-in models in bf16 on the GPU track the fp32 CPU run", "[model]"
           const Parameter& pc = cpu->params().params()[i];
           const Parameter& pg = gpu->params().params()[i];
           REQUIRE(pg.grad.dtype() == DType::F32);
-          REQUIRE_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(),
-                        c.batchnorm ? 1.5e-1 : 5e-2);
+          const double tol = pc.name == last_weight || pc.name == last_bias ? 3e-2 : grad_tol;
+          REQUIRE_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(), tol);
         }
         opt_cpu->step(0.05f);
         opt_gpu->step(0.05f);
-        REQUIRE_CLOSE("parameters after the step", f.download(gpu->params().values()),
-                      cpu->params().values().to_vector(), 1e-3);
+        std::vector<float> du_cpu = cpu->params().values().to_vector(), du_gpu = f.download(gpu->params().values());
+        for (size_t i = 0; i < du_cpu.size(); ++i) {
+          du_cpu[i] -= before_cpu[i];
+          du_gpu[i] -= before_gpu[i];
+        }
+        REQUIRE_CLOSE("parameter update", du_gpu, du_cpu, grad_tol);
         if (step == 0) mallocs_after_first = f.ctx.allocator()->stats().device_mallocs;
       }
       INFO(model << ": cudaMalloc calls in the second bf16 step");
       REQUIRE(f.ctx.allocator()->stats().device_mallocs == mallocs_after_first);
+
+      // Evaluation mode (running statistics, no dropout), still bf16.
+      const int step = 2;
+      if (!cpu->buffers().params().empty())
+        REQUIRE_CLOSE("running statistics", f.download(gpu->buffers().values()), cpu->buffers().values().to_vector(),
+                      5e-2);
+      const std::vector<float> ec = cpu->net().forward(x, ForwardContext{false, 1, 0, 0}).to_vector();
+      const Tensor& eg = gpu->net().forward(xg, ForwardContext{false, 1, 0, 0, nullptr, &f.ctx});
+      REQUIRE_CLOSE("evaluation logits", widen(f, eg), ec, 5e-2);
     }
   }
 }
