@@ -29,12 +29,13 @@ Sums Sums::reduced(Communicator& comm, CollectiveTracker& tracker, CollectiveKin
 }
 
 #ifdef LOCKSTEP_HAVE_CUDA
+struct CommStatsReducer::Events {
+  cuda::Event ready, done;
+};
+
 CommStatsReducer::CommStatsReducer(Communicator& comm, CollectiveTracker& tracker, NcclCommunicator* nccl)
     : comm_(comm), tracker_(tracker), nccl_(nccl) {
-  if (nccl_) {
-    ready_ = std::make_unique<cuda::Event>();
-    done_ = std::make_unique<cuda::Event>();
-  }
+  if (nccl_) events_ = std::make_unique<Events>();
 }
 
 bool CommStatsReducer::sum_on_device(cuda::Context& gpu, double* values, int64_t n) {
@@ -42,13 +43,15 @@ bool CommStatsReducer::sum_on_device(cuda::Context& gpu, double* values, int64_t
   CollectiveScope scope(&tracker_, CollectiveKind::BatchNormSync);
   // An event may be recorded again once the waits on its previous record are
   // queued: cudaStreamWaitEvent takes the record current at the call.
-  ready_->record(gpu.stream());
-  nccl_->allreduce(values, n, DType::F64, ReduceOp::Sum, ready_.get());
-  nccl_->record_done(*done_);
-  done_->wait_on(gpu.stream());
+  events_->ready.record(gpu.stream());
+  nccl_->allreduce(values, n, DType::F64, ReduceOp::Sum, &events_->ready);
+  nccl_->record_done(events_->done);
+  events_->done.wait_on(gpu.stream());
   return true;
 }
 #else
+struct CommStatsReducer::Events {};
+
 CommStatsReducer::CommStatsReducer(Communicator& comm, CollectiveTracker& tracker, NcclCommunicator* nccl)
     : comm_(comm), tracker_(tracker), nccl_(nccl) {}
 

@@ -14,9 +14,6 @@
 namespace lockstep {
 
 class NcclCommunicator;
-namespace cuda {
-class Event;
-}
 
 // Loss, correct predictions and samples, summed locally, reduced over ranks.
 struct Sums {
@@ -50,7 +47,8 @@ class CommStatsReducer final : public StatsReducer {
   CollectiveTracker& tracker_;
   NcclCommunicator* nccl_;
   Tensor buf_;  // [>= n] F64, reused
-  std::unique_ptr<cuda::Event> ready_, done_;  // nccl: compute -> NCCL stream and back
+  struct Events;  // nccl: compute -> NCCL stream and back (CUDA builds)
+  std::unique_ptr<Events> events_;
 };
 
 }  // namespace lockstep

@@ -68,8 +68,8 @@ void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   // dL/d(sum) = dy where y > 0: masked in place, dy is the caller's scratch buffer.
   Tensor g = dy;
-  const bool gpu = y.device().is_cuda();
-  const bool bf16 = y.dtype() == DType::BF16;  // mixed precision (GPU)
+  [[maybe_unused]] const bool gpu = y.device().is_cuda();
+  [[maybe_unused]] const bool bf16 = y.dtype() == DType::BF16;  // mixed precision (GPU)
   // dst += src on the tensors' device.
   auto add_inplace = [&](const Tensor& src, Tensor& dst) {
 #ifdef LOCKSTEP_HAVE_CUDA
