@@ -19,8 +19,6 @@
 
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include "build_id.h"
 #include "core/error.h"
 #include "data/cifar10.h"
@@ -316,17 +314,6 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
   return ParseOutcome::Run;
 }
 
-std::string describe_settings(const TrainConfig& c) {
-  std::string set, defaults;
-  for (const OptionSetting& s : c.settings) {
-    std::string& out = s.source == "default" ? defaults : set;
-    if (!out.empty()) out += ", ";
-    out += s.option + "=" + (s.value.empty() ? "''" : s.value);
-    if (s.source != "default") out += " [" + s.source + "]";
-  }
-  return (set.empty() ? "all defaults" : set) + "; defaults: " + defaults;
-}
-
 namespace {
 
 void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
@@ -493,10 +480,6 @@ void check_combinations(const TrainConfig& c) {
                  kCifar10Url);
 }
 
-}  // namespace
-
-namespace {
-
 // The run creates files in `dir` only once setup has succeeded: find out now
 // that it cannot (root passes access() except on a read-only file system).
 void check_writable(const char* flag, const std::filesystem::path& dir) {
@@ -555,48 +538,10 @@ void validate_train_config(const TrainConfig& c, bool rank0) {
   }
 }
 
-std::string augmentation(const TrainConfig& c) {
-  if (c.augment != "auto") return c.augment;
-  return c.dataset == "cifar10" ? "crop-flip" : "none";
-}
-
 bool under_job_launcher() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_JOB_ID"})
     if (std::getenv(v) != nullptr) return true;
   return false;
-}
-
-std::string config_json(const TrainConfig& c) {
-  nlohmann::json j = {{"model", c.model},
-                      {"dataset", c.dataset},
-                      {"data_dir", c.data_dir},
-                      {"augment", augmentation(c)},
-                      {"epochs", c.epochs},
-                      {"max_steps", c.max_steps},
-                      {"batch_size", c.batch_size},
-                      {"global_batch_size", c.global_batch_size},
-                      {"accumulate_steps", c.accumulate_steps},
-                      {"optimizer", c.optimizer},
-                      {"lr", c.lr},
-                      {"momentum", c.momentum},
-                      {"nesterov", c.nesterov},
-                      {"weight_decay", c.weight_decay},
-                      {"lr_schedule", c.lr_schedule},
-                      {"warmup_epochs", c.warmup_epochs},
-                      {"lr_step_epochs", c.lr_step_epochs},
-                      {"lr_gamma", c.lr_gamma},
-                      {"lr_scaling", c.lr_scaling},
-                      {"base_batch_size", c.base_batch_size},
-                      {"decay_bn_bias", c.decay_bn_bias},
-                      {"label_smoothing", c.label_smoothing},
-                      {"seed", c.seed},
-                      {"grad_op", c.grad_op},
-                      {"grad_compression", c.grad_compression},
-                      {"device", c.device},
-                      {"comm", c.comm},
-                      {"precision", c.precision}};
-  // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace lockstep

@@ -16,6 +16,7 @@
 #include "cuda/bf16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
+#include "ops/relu_mask.cuh"
 
 namespace lockstep::ops {
 namespace {
@@ -51,14 +52,6 @@ __global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool rel
   float v = load(y, i);
   if (b) v += b[plane % oc];
   store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
-}
-
-// dy = y > 0 ? dy : 0, in place.
-template <typename T>
-__global__ void relu_mask_kernel(int64_t n, const T* y, T* dy) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    if (!(load(y, i) > 0.f)) store(dy, i, 0.f);
 }
 
 // dw[i] = (accumulate ? dw[i] : 0) + dw16[i], widened exactly.   dw16, dw [n]
@@ -170,6 +163,55 @@ ReducePlan bias_grad_plan(int64_t oc, int64_t m) {
 
 }  // namespace
 
+namespace {
+
+// The epilogue after cuDNN's forward: bias and ReLU, in place on y.
+template <typename T>
+void bias_relu(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const float* b, bool relu, T* y,
+               const std::string& what) {
+  if (!b && !relu) return;
+  const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
+  const int64_t chunks = (P + threads - 1) / threads;
+  const int64_t planes = n * oc;
+  LS_REQUIRE(planes <= INT_MAX && chunks <= 65535, what + ": output too large for the bias kernel");
+  const dim3 grid(static_cast<unsigned>(planes), static_cast<unsigned>(chunks));
+  bias_relu_kernel<<<grid, threads, 0, ctx.raw_stream()>>>(oc, P, b, relu, y);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+// Before cuDNN's backward: the ReLU mask on dy (in place), fused into the
+// bias-gradient pass when there is one.
+template <typename T>
+void mask_and_bias_grad(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const T* y, T* dy, float* db,
+                        bool accumulate, bool relu) {
+  const cudaStream_t stream = ctx.raw_stream();
+  if (db) {
+    const ReducePlan plan = bias_grad_plan(oc, n * P);
+    // Partials live in the context workspace only until the finish kernel
+    // (stream order): the cuDNN calls after this may reuse the same memory.
+    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
+    const dim3 grid(static_cast<unsigned>(oc), static_cast<unsigned>(plan.splits));
+    bias_grad_partials_kernel<<<grid, kThreads, 0, stream>>>(oc, P, plan.m, plan.splits, y, dy, relu, partial);
+    LS_CUDA_CHECK_LAUNCH();
+    bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);
+    LS_CUDA_CHECK_LAUNCH();
+  } else if (relu) {
+    relu_mask_cuda(n * oc * P, y, dy, stream);
+  }
+}
+
+// Empty batch: the parameter gradients are zero (or unchanged).
+void zero_param_grads(cuda::Context& ctx, int64_t weights, int64_t oc, float* dw, float* db, bool accumulate) {
+  if (accumulate) return;
+  LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(weights) * sizeof(float), ctx.raw_stream()));
+  if (db) LS_CUDA_CHECK(cudaMemsetAsync(db, 0, static_cast<size_t>(oc) * sizeof(float), ctx.raw_stream()));
+}
+
+constexpr size_t kAlign = 256;  // cuDNN workspace alignment within a carved block
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
 struct Conv2dCuda::Impl {
   int64_t oc = 0;
   ConvGeometry g{};
@@ -193,6 +235,20 @@ struct Conv2dCuda::Impl {
     if (w) cudnnDestroyFilterDescriptor(w);
     if (y) cudnnDestroyTensorDescriptor(y);
     if (x) cudnnDestroyTensorDescriptor(x);
+  }
+
+  // Either precision's forward, after the caller checked the precision (T: y's storage).
+  template <typename T>
+  void forward(cuda::Context& ctx, int64_t batch, const void* xp, const void* wp, const float* b, T* yp, bool relu) {
+    LS_REQUIRE(batch >= 0, describe(batch) + ": negative batch size");
+    if (batch == 0) return;
+    prepare(ctx.cudnn(), batch);
+    const float one = 1.f, zero = 0.f;  // alpha and beta are fp32 for every non-double configuration
+    void* ws = ctx.workspace(algos.forward_bytes);
+    if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
+    LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, x, xp, w, wp, conv, fwd_algo, ws, algos.forward_bytes,
+                                           &zero, y, yp));
+    bias_relu(ctx, oc, g.oh * g.ow, batch, b, relu, yp, describe(batch));
   }
 
   std::string describe(int64_t batch) const { return ::lockstep::ops::describe(batch, oc, g); }
@@ -325,85 +381,17 @@ Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
   return impl_->algos;
 }
 
-namespace {
-
-// The epilogue after cuDNN's forward: bias and ReLU, in place on y.
-template <typename T>
-void bias_relu(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const float* b, bool relu, T* y,
-               const std::string& what) {
-  if (!b && !relu) return;
-  const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
-  const int64_t chunks = (P + threads - 1) / threads;
-  const int64_t planes = n * oc;
-  LS_REQUIRE(planes <= INT_MAX && chunks <= 65535, what + ": output too large for the bias kernel");
-  const dim3 grid(static_cast<unsigned>(planes), static_cast<unsigned>(chunks));
-  bias_relu_kernel<<<grid, threads, 0, ctx.raw_stream()>>>(oc, P, b, relu, y);
-  LS_CUDA_CHECK_LAUNCH();
-}
-
-// Before cuDNN's backward: the ReLU mask on dy (in place), fused into the
-// bias-gradient pass when there is one.
-template <typename T>
-void mask_and_bias_grad(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const T* y, T* dy, float* db,
-                        bool accumulate, bool relu) {
-  const cudaStream_t stream = ctx.raw_stream();
-  if (db) {
-    const ReducePlan plan = bias_grad_plan(oc, n * P);
-    // Partials live in the context workspace only until the finish kernel
-    // (stream order): the cuDNN calls after this may reuse the same memory.
-    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
-    const dim3 grid(static_cast<unsigned>(oc), static_cast<unsigned>(plan.splits));
-    bias_grad_partials_kernel<<<grid, kThreads, 0, stream>>>(oc, P, plan.m, plan.splits, y, dy, relu, partial);
-    LS_CUDA_CHECK_LAUNCH();
-    bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);
-    LS_CUDA_CHECK_LAUNCH();
-  } else if (relu) {
-    const int64_t count = n * oc * P;
-    relu_mask_kernel<<<blocks_for(count), kThreads, 0, stream>>>(count, y, dy);
-    LS_CUDA_CHECK_LAUNCH();
-  }
-}
-
-// Empty batch: the parameter gradients are zero (or unchanged).
-void zero_param_grads(cuda::Context& ctx, int64_t weights, int64_t oc, float* dw, float* db, bool accumulate) {
-  if (accumulate) return;
-  LS_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(weights) * sizeof(float), ctx.raw_stream()));
-  if (db) LS_CUDA_CHECK(cudaMemsetAsync(db, 0, static_cast<size_t>(oc) * sizeof(float), ctx.raw_stream()));
-}
-
-constexpr size_t kAlign = 256;  // cuDNN workspace alignment within a carved block
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-}  // namespace
 
 void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* b, float* y,
                          bool relu) {
-  Impl& m = *impl_;
-  LS_REQUIRE(m.data == ConvData::F32, m.describe(n) + ": fp32 forward on a bf16 convolution");
-  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
-  if (n == 0) return;
-  m.prepare(ctx.cudnn(), n);
-  const float one = 1.f, zero = 0.f;
-  void* ws = ctx.workspace(m.algos.forward_bytes);
-  LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, m.x, x, m.w, w, m.conv, m.fwd_algo, ws,
-                                         m.algos.forward_bytes, &zero, m.y, y));
-  bias_relu(ctx, m.oc, m.g.oh * m.g.ow, n, b, relu, y, m.describe(n));
+  LS_REQUIRE(impl_->data == ConvData::F32, impl_->describe(n) + ": fp32 forward on a bf16 convolution");
+  impl_->forward(ctx, n, x, w, b, y, relu);
 }
 
 void Conv2dCuda::forward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y,
                               bool relu) {
-  Impl& m = *impl_;
-  LS_REQUIRE(m.data == ConvData::BF16, m.describe(n) + ": bf16 forward on an fp32 convolution");
-  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
-  if (n == 0) return;
-  m.prepare(ctx.cudnn(), n);
-  // alpha and beta are fp32 for every non-double configuration.
-  const float one = 1.f, zero = 0.f;
-  void* ws = ctx.workspace(m.algos.forward_bytes);
-  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.fwd_math));
-  LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, m.x, x, m.w, w, m.conv, m.fwd_algo, ws,
-                                         m.algos.forward_bytes, &zero, m.y, y));
-  bias_relu(ctx, m.oc, m.g.oh * m.g.ow, n, b, relu, static_cast<bf16*>(y), m.describe(n));
+  LS_REQUIRE(impl_->data == ConvData::BF16, impl_->describe(n) + ": bf16 forward on an fp32 convolution");
+  impl_->forward(ctx, n, x, w, b, static_cast<bf16*>(y), relu);
 }
 
 void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy,

@@ -32,6 +32,7 @@
 #include "cuda/check.h"
 #include "cuda/bf16.cuh"
 #include "cuda/launch.cuh"
+#include "ops/relu_mask.cuh"
 
 namespace lockstep::ops {
 namespace {
@@ -82,14 +83,6 @@ __global__ void bias_act_kernel(int64_t cols, const float* acc, const float* b, 
   store(y, i, v);
 }
 
-// dy = y > 0 ? dy : 0, in place.   y, dy [n]
-template <typename T>
-__global__ void relu_mask_kernel(int64_t n, const T* y, T* dy) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    if (!(load(y, i) > 0.f)) store(dy, i, 0.f);
-}
-
 // db[o] (+)= sum over rows r of dy[r, o].   dy [rows, cols], db [cols]
 // A block covers 32 columns (one per lane: coalesced row reads) with 8 warps
 // taking every 8th row; the 8 partial sums are added in warp order. The order
@@ -110,13 +103,6 @@ __global__ void column_sums_kernel(int64_t rows, int64_t cols, const T* dy, floa
     for (int k = 1; k < kSumWarps; ++k) s += part[k][lane];
     db[o] = accumulate ? db[o] + s : s;
   }
-}
-
-template <typename T>
-void launch_relu_mask(int64_t n, const T* y, T* dy, cudaStream_t stream) {
-  if (n <= 0) return;
-  relu_mask_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, y, dy);
-  LS_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
@@ -160,7 +146,7 @@ void linear_backward_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out
     zero_grads_if_overwriting(in, out, dw, db, accumulate, stream);
     return;
   }
-  if (relu) launch_relu_mask<float>(B * out, y, dy, stream);
+  if (relu) relu_mask_cuda<float>(B * out, y, dy, stream);
   const float one = 1.f, zero = 0.f;
   const float beta = accumulate ? 1.f : 0.f;
   // dw^T [in, out] (+)= x^T [in, B] * dy [B, out]
@@ -207,7 +193,7 @@ void linear_backward_bf16_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_
     return;
   }
   auto* dy16 = static_cast<__nv_bfloat16*>(dy);
-  if (relu) launch_relu_mask<__nv_bfloat16>(B * out, static_cast<const __nv_bfloat16*>(y), dy16, stream);
+  if (relu) relu_mask_cuda<__nv_bfloat16>(B * out, static_cast<const __nv_bfloat16*>(y), dy16, stream);
   const float one = 1.f, zero = 0.f;
   const float beta = accumulate ? 1.f : 0.f;
   // dw^T [in, out] (+)= x^T [in, B] * dy [B, out], fp32 result.

@@ -88,6 +88,20 @@ inline std::vector<uint16_t> download_bf16(GpuFixture& f, const Tensor& t) {
   return bits;
 }
 
+// Largest (|gpu - cpu| - 2^-8 |gpu|) / max(1, |cpu|): how far bf16 results
+// `gpu` are from fp32 results `cpu` beyond the rounding to bf16 (half an ulp,
+// at most 2^-8 of the rounded value).
+inline double max_excess_over_bf16_rounding(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  REQUIRE(gpu.size() == cpu.size());
+  double worst = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    const double g = gpu[i], c = cpu[i];
+    const double d = (std::abs(g - c) - std::ldexp(std::abs(g), -8)) / std::max(1.0, std::abs(c));
+    if (!(d <= worst)) worst = d;  // NaN propagates as "worse"
+  }
+  return worst;
+}
+
 // Largest |a - b| / max(1, |b|) over the elements (b is the CPU reference).
 inline double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());

@@ -107,19 +107,6 @@ double max_rel_diff_f64(const std::vector<double>& a, const std::vector<double>&
     REQUIRE(ls_diff_ <= (tol));                                                      \
   } while (0)
 
-// Largest (|gpu - cpu| - 2^-8 |gpu|) / max(1, |cpu|): how far bf16 results
-// `gpu` are from fp32 results `cpu` beyond the rounding to bf16 (half an ulp,
-// at most 2^-8 of the rounded value).
-double max_excess_over_bf16_rounding(const std::vector<float>& gpu, const std::vector<float>& cpu) {
-  REQUIRE(gpu.size() == cpu.size());
-  double worst = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const double g = gpu[i], c = cpu[i];
-    const double d = (std::abs(g - c) - std::ldexp(std::abs(g), -8)) / std::max(1.0, std::abs(c));
-    if (!(d <= worst)) worst = d;  // NaN propagates as "worse"
-  }
-  return worst;
-}
 // REQUIREs bf16 results within `tol` (the fp32 tolerance) plus the rounding of `cpu`.
 #define REQUIRE_BF16_ROUNDING_OF(gpu, cpu, tol)                                      \
   do {                                                                               \

@@ -68,166 +68,162 @@ struct Case {
   bool batchnorm;
 };
 
+const std::vector<Case> kCases = {
+    {"mlp", Shape{1, 28, 28}, 10, 16, false},       {"lenet", Shape{1, 28, 28}, 10, 16, false},
+    {"keras-cnn", Shape{1, 28, 28}, 10, 16, false}, {"convnet", Shape{1, 28, 28}, 10, 8, false},
+    {"resnet20", Shape{3, 32, 32}, 10, 8, true},    {"resnet50", Shape{3, 64, 64}, 100, 4, true},
+};
+
+// One built-in model twice from the same weights: on the CPU, and on the GPU
+// with `compute` activations (fp32, or bf16 for mixed precision); SGD with
+// momentum and weight decay on each; one random batch and its labels.
+struct ModelPair {
+  GpuFixture& f;
+  const Case& c;
+  std::unique_ptr<Model> cpu, gpu;
+  std::unique_ptr<Optimizer> opt_cpu, opt_gpu;
+  Tensor x, labels, xg, lg;  // the batch on the host and (fp32) on the GPU
+
+  ModelPair(GpuFixture& fixture, const Case& kase, DType compute) : f(fixture), c(kase) {
+    const models::ModelSpec spec{c.sample, c.classes};
+    cpu = models::build_model(c.model, spec, 11);
+    gpu = models::build_model(c.model, spec, 11);
+    gpu->to(f.ctx.allocator());
+    REQUIRE(gpu->device().is_cuda());
+    gpu->net().set_compute_dtype(compute);
+    OptimizerConfig oc;
+    oc.momentum = 0.9f;
+    oc.weight_decay = 1e-4f;
+    opt_cpu = make_optimizer(cpu->params(), oc);
+    opt_gpu = make_optimizer(gpu->params(), oc);
+    opt_gpu->use_gpu(f.ctx);
+    const Shape xs = cpu->batch_shape(c.batch);
+    x = Tensor::from_vector(xs, random_vector(xs.numel(), 5));
+    labels = Tensor::zeros(Shape{c.batch}, DType::I32);
+    std::mt19937 gen(3);
+    for (int64_t i = 0; i < c.batch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(gen() % c.classes);
+    xg = x.to(f.ctx.allocator());
+    lg = labels.to(f.ctx.allocator());
+  }
+
+  // Forward, loss and backward on both (training mode, optimizer step `step`);
+  // the gradients are left in the models.
+  struct Result {
+    const Tensor& zc;  // CPU logits
+    const Tensor& zg;  // GPU logits
+    LossStats sc, sg;  // losses
+  };
+  Result train_pass(int step) {
+    const float scale = 1.f / static_cast<float>(c.batch);
+    const Tensor& zc = cpu->net().forward(x, ForwardContext{true, 1, step, 0});
+    LossAccumulator lc;
+    lc.add(zc, labels);
+    Tensor dc = cpu->net().output_grad();
+    softmax_cross_entropy_backward(zc, labels, scale, dc);
+    cpu->net().backward(BackwardContext{});
+
+    const Tensor& zg = gpu->net().forward(xg, ForwardContext{true, 1, step, 0, nullptr, &f.ctx});
+    LossAccumulator lgpu;
+    lgpu.add(zg, lg, 0.f, &f.ctx);
+    Tensor dg = gpu->net().output_grad();
+    REQUIRE(dg.dtype() == zg.dtype());
+    softmax_cross_entropy_backward(zg, lg, scale, dg, 0.f, &f.ctx);
+    gpu->net().backward(BackwardContext{false, nullptr, &f.ctx});
+    return {zc, zg, lc.read(), lgpu.read()};
+  }
+
+  // Evaluation mode (running statistics, no dropout): CPU logits, GPU logits.
+  std::pair<std::vector<float>, const Tensor&> eval_pass() {
+    std::vector<float> ec = cpu->net().forward(x, ForwardContext{false, 1, 0, 0}).to_vector();
+    return {std::move(ec), gpu->net().forward(xg, ForwardContext{false, 1, 0, 0, nullptr, &f.ctx})};
+  }
+};
+
 }  // namespace
 
 TEST_CASE("built-in models: two SGD steps on the GPU match the CPU", "[model]") {
-  const std::vector<Case> cases = {
-      {"mlp", Shape{1, 28, 28}, 10, 16, false},       {"lenet", Shape{1, 28, 28}, 10, 16, false},
-      {"keras-cnn", Shape{1, 28, 28}, 10, 16, false}, {"convnet", Shape{1, 28, 28}, 10, 8, false},
-      {"resnet20", Shape{3, 32, 32}, 10, 8, true},    {"resnet50", Shape{3, 64, 64}, 100, 4, true},
-  };
-  for (const Case& c : cases) {
+  for (const Case& c : kCases) {
     const std::string& model = c.model;
     SECTION(model) {
       GpuFixture f;
-      const models::ModelSpec spec{c.sample, c.classes};
-      auto cpu = models::build_model(model, spec, 11);
-      auto gpu = models::build_model(model, spec, 11);
-      gpu->to(f.ctx.allocator());
-      REQUIRE(gpu->device().is_cuda());
-      OptimizerConfig oc;
-      oc.momentum = 0.9f;
-      oc.weight_decay = 1e-4f;
-      auto opt_cpu = make_optimizer(cpu->params(), oc);
-      auto opt_gpu = make_optimizer(gpu->params(), oc);
-      opt_gpu->use_gpu(f.ctx);
-
-      const Shape xs = cpu->batch_shape(c.batch);
-      const Tensor x = Tensor::from_vector(xs, random_vector(xs.numel(), 5));
-      Tensor labels = Tensor::zeros(Shape{c.batch}, DType::I32);
-      std::mt19937 gen(3);
-      for (int64_t i = 0; i < c.batch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(gen() % c.classes);
-      const Tensor xg = x.to(f.ctx.allocator());
-      const Tensor lg = labels.to(f.ctx.allocator());
+      ModelPair mp(f, c, DType::F32);
+      Model &cpu = *mp.cpu, &gpu = *mp.gpu;
+      Optimizer &opt_cpu = *mp.opt_cpu, &opt_gpu = *mp.opt_gpu;
       const double tol = c.batchnorm ? 2e-3 : 1e-4;
       int64_t mallocs_after_first = 0;
 
       for (int step = 0; step < 2; ++step) {
-        const float scale = 1.f / static_cast<float>(c.batch);
-        const Tensor& zc = cpu->net().forward(x, ForwardContext{true, 1, step, 0});
-        LossAccumulator lc;
-        lc.add(zc, labels);
-        Tensor dc = cpu->net().output_grad();
-        softmax_cross_entropy_backward(zc, labels, scale, dc);
-        cpu->net().backward(BackwardContext{});
-
-        const Tensor& zg = gpu->net().forward(xg, ForwardContext{true, 1, step, 0, nullptr, &f.ctx});
-        LossAccumulator lgpu;
-        lgpu.add(zg, lg, 0.f, &f.ctx);
-        Tensor dg = gpu->net().output_grad();
-        softmax_cross_entropy_backward(zg, lg, scale, dg, 0.f, &f.ctx);
-        gpu->net().backward(BackwardContext{false, nullptr, &f.ctx});
-
+        const auto [zc, zg, sc, sg] = mp.train_pass(step);
         REQUIRE_CLOSE("logits", f.download(zg), zc.to_vector(), tol);
-        const LossStats sc = lc.read(), sg = lgpu.read();
         REQUIRE(sg.count == sc.count);
         REQUIRE_CLOSE("loss", std::vector<float>{static_cast<float>(sg.loss_sum)},
                       std::vector<float>{static_cast<float>(sc.loss_sum)}, tol);
-        for (size_t i = 0; i < cpu->params().params().size(); ++i) {
-          const Parameter& pc = cpu->params().params()[i];
-          const Parameter& pg = gpu->params().params()[i];
+        for (size_t i = 0; i < cpu.params().params().size(); ++i) {
+          const Parameter& pc = cpu.params().params()[i];
+          const Parameter& pg = gpu.params().params()[i];
           REQUIRE_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(), c.batchnorm ? 1e-2 : tol);
         }
-        opt_cpu->step(0.05f);
-        opt_gpu->step(0.05f);
-        REQUIRE_CLOSE("parameters after the step", f.download(gpu->params().values()),
-                      cpu->params().values().to_vector(), 1e-5);
-        if (!cpu->buffers().params().empty())
-          REQUIRE_CLOSE("running statistics", f.download(gpu->buffers().values()),
-                        cpu->buffers().values().to_vector(), tol);
+        opt_cpu.step(0.05f);
+        opt_gpu.step(0.05f);
+        REQUIRE_CLOSE("parameters after the step", f.download(gpu.params().values()),
+                      cpu.params().values().to_vector(), 1e-5);
+        if (!cpu.buffers().params().empty())
+          REQUIRE_CLOSE("running statistics", f.download(gpu.buffers().values()),
+                        cpu.buffers().values().to_vector(), tol);
         if (step == 0) mallocs_after_first = f.ctx.allocator()->stats().device_mallocs;
       }
       INFO(model << ": cudaMalloc calls in the second step");
       REQUIRE(f.ctx.allocator()->stats().device_mallocs == mallocs_after_first);
 
       // Evaluation mode (running statistics, no dropout).
-      const std::vector<float> ec = cpu->net().forward(x, ForwardContext{false, 1, 0, 0}).to_vector();
-      const std::vector<float> eg =
-          f.download(gpu->net().forward(xg, ForwardContext{false, 1, 0, 0, nullptr, &f.ctx}));
+      const auto [ec, eg] = mp.eval_pass();
       const int step = 2;
-      REQUIRE_CLOSE("evaluation logits", eg, ec, tol);
+      REQUIRE_CLOSE("evaluation logits", f.download(eg), ec, tol);
     }
   }
 }
 
 TEST_CASE("built-in models in bf16 on the GPU track the fp32 CPU run", "[model]") {
-  const std::vector<Case> cases = {
-      {"mlp", Shape{1, 28, 28}, 10, 16, false},       {"lenet", Shape{1, 28, 28}, 10, 16, false},
-      {"keras-cnn", Shape{1, 28, 28}, 10, 16, false}, {"convnet", Shape{1, 28, 28}, 10, 8, false},
-      {"resnet20", Shape{3, 32, 32}, 10, 8, true},    {"resnet50", Shape{3, 64, 64}, 100, 4, true},
-  };
   // A bf16 device tensor's values as floats.
   auto widen = [](GpuFixture& f, const Tensor& t) {
     REQUIRE(t.dtype() == DType::BF16);
     return bf16_values(download_bf16(f, t));
   };
-  for (const Case& c : cases) {
+  for (const Case& c : kCases) {
     const std::string& model = c.model;
     SECTION(model) {
       GpuFixture f;
-      const models::ModelSpec spec{c.sample, c.classes};
-      auto cpu = models::build_model(model, spec, 11);
-      auto gpu = models::build_model(model, spec, 11);
-      gpu->to(f.ctx.allocator());
-      gpu->net().set_compute_dtype(DType::BF16);
-      OptimizerConfig oc;
-      oc.momentum = 0.9f;
-      oc.weight_decay = 1e-4f;
-      auto opt_cpu = make_optimizer(cpu->params(), oc);
-      auto opt_gpu = make_optimizer(gpu->params(), oc);
-      opt_gpu->use_gpu(f.ctx);
-
-      const Shape xs = cpu->batch_shape(c.batch);
-      const Tensor x = Tensor::from_vector(xs, random_vector(xs.numel(), 5));
-      Tensor labels = Tensor::zeros(Shape{c.batch}, DType::I32);
-      std::mt19937 gen(3);
-      for (int64_t i = 0; i < c.batch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(gen() % c.classes);
-      const Tensor xg = x.to(f.ctx.allocator());  // fp32: the model rounds it to bf16
-      const Tensor lg = labels.to(f.ctx.allocator());
+      ModelPair mp(f, c, DType::BF16);  // the batch goes up in fp32: the model rounds it to bf16
+      Model &cpu = *mp.cpu, &gpu = *mp.gpu;
+      Optimizer &opt_cpu = *mp.opt_cpu, &opt_gpu = *mp.opt_gpu;
       int64_t mallocs_after_first = 0;
 
       const double grad_tol = c.batchnorm ? 0.5 : 0.15;
       // The last Linear's weight and bias (the last declared parameters) cross no ReLU.
       std::string last_weight, last_bias;
-      for (const Parameter& p : cpu->params().params()) {
+      for (const Parameter& p : cpu.params().params()) {
         const bool weight = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0;
         (weight ? last_weight : last_bias) = p.name;
       }
       for (int step = 0; step < 2; ++step) {
-        const float scale = 1.f / static_cast<float>(c.batch);
-        const std::vector<float> before_cpu = cpu->params().values().to_vector();
-        const std::vector<float> before_gpu = f.download(gpu->params().values());
-        const Tensor& zc = cpu->net().forward(x, ForwardContext{true, 1, step, 0});
-        LossAccumulator lc;
-        lc.add(zc, labels);
-        Tensor dc = cpu->net().output_grad();
-        softmax_cross_entropy_backward(zc, labels, scale, dc);
-        cpu->net().backward(BackwardContext{});
-
-        const Tensor& zg = gpu->net().forward(xg, ForwardContext{true, 1, step, 0, nullptr, &f.ctx});
-        REQUIRE(zg.dtype() == DType::BF16);
-        LossAccumulator lgpu;
-        lgpu.add(zg, lg, 0.f, &f.ctx);
-        Tensor dg = gpu->net().output_grad();
-        REQUIRE(dg.dtype() == DType::BF16);
-        softmax_cross_entropy_backward(zg, lg, scale, dg, 0.f, &f.ctx);
-        gpu->net().backward(BackwardContext{false, nullptr, &f.ctx});
-
+        const std::vector<float> before_cpu = cpu.params().values().to_vector();
+        const std::vector<float> before_gpu = f.download(gpu.params().values());
+        const auto [zc, zg, sc, sg] = mp.train_pass(step);
+        REQUIRE(zg.dtype() == DType::BF16);  // and its gradient (train_pass checks)
         REQUIRE_CLOSE("logits", widen(f, zg), zc.to_vector(), 5e-2);
-        const LossStats sc = lc.read(), sg = lgpu.read();
         REQUIRE(sg.count == sc.count);
         REQUIRE_CLOSE("loss", std::vector<float>{static_cast<float>(sg.loss_sum)},
                       std::vector<float>{static_cast<float>(sc.loss_sum)}, 5e-2);
-        for (size_t i = 0; i < cpu->params().params().size(); ++i) {
-          const Parameter& pc = cpu->params().params()[i];
-          const Parameter& pg = gpu->params().params()[i];
+        for (size_t i = 0; i < cpu.params().params().size(); ++i) {
+          const Parameter& pc = cpu.params().params()[i];
+          const Parameter& pg = gpu.params().params()[i];
           REQUIRE(pg.grad.dtype() == DType::F32);
           const double tol = pc.name == last_weight || pc.name == last_bias ? 3e-2 : grad_tol;
           REQUIRE_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(), tol);
         }
-        opt_cpu->step(0.05f);
-        opt_gpu->step(0.05f);
-        std::vector<float> du_cpu = cpu->params().values().to_vector(), du_gpu = f.download(gpu->params().values());
+        opt_cpu.step(0.05f);
+        opt_gpu.step(0.05f);
+        std::vector<float> du_cpu = cpu.params().values().to_vector(), du_gpu = f.download(gpu.params().values());
         for (size_t i = 0; i < du_cpu.size(); ++i) {
           du_cpu[i] -= before_cpu[i];
           du_gpu[i] -= before_gpu[i];
@@ -240,11 +236,10 @@ TEST_CASE("built-in models in bf16 on the GPU track the fp32 CPU run", "[model]"
 
       // Evaluation mode (running statistics, no dropout), still bf16.
       const int step = 2;
-      if (!cpu->buffers().params().empty())
-        REQUIRE_CLOSE("running statistics", f.download(gpu->buffers().values()), cpu->buffers().values().to_vector(),
+      if (!cpu.buffers().params().empty())
+        REQUIRE_CLOSE("running statistics", f.download(gpu.buffers().values()), cpu.buffers().values().to_vector(),
                       5e-2);
-      const std::vector<float> ec = cpu->net().forward(x, ForwardContext{false, 1, 0, 0}).to_vector();
-      const Tensor& eg = gpu->net().forward(xg, ForwardContext{false, 1, 0, 0, nullptr, &f.ctx});
+      const auto [ec, eg] = mp.eval_pass();
       REQUIRE_CLOSE("evaluation logits", widen(f, eg), ec, 5e-2);
     }
   }

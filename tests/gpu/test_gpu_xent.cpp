@@ -79,20 +79,6 @@ std::vector<float> random_logits(int64_t n, uint64_t seed, bool ties) {
 constexpr double kGradTol = 1e-6;
 constexpr double kBf16GradTol = 1.0 / 128;  // 2^-7: one bf16 ulp (see above)
 
-// Largest (|gpu - cpu| - 2^-8 |gpu|) / max(1, |cpu|): how far bf16 results
-// `gpu` are from fp32 results `cpu` beyond the rounding to bf16 (half an ulp,
-// at most 2^-8 of the rounded value).
-double max_excess_over_bf16_rounding(const std::vector<float>& gpu, const std::vector<float>& cpu) {
-  REQUIRE(gpu.size() == cpu.size());
-  double worst = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const double g = gpu[i], c = cpu[i];
-    const double d = (std::abs(g - c) - std::ldexp(std::abs(g), -8)) / std::max(1.0, std::abs(c));
-    if (!(d <= worst)) worst = d;  // NaN propagates as "worse"
-  }
-  return worst;
-}
-
 struct Shape2 {
   int64_t b, c;
 };

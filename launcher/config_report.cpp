@@ -1,0 +1,58 @@
+// How a TrainConfig is reported: the settings line of the start-up log and the
+// JSON stored in checkpoints (options.cpp parses and checks it).
+#include <nlohmann/json.hpp>
+
+#include "options.h"
+
+namespace lockstep {
+
+std::string describe_settings(const TrainConfig& c) {
+  std::string set, defaults;
+  for (const OptionSetting& s : c.settings) {
+    std::string& out = s.source == "default" ? defaults : set;
+    if (!out.empty()) out += ", ";
+    out += s.option + "=" + (s.value.empty() ? "''" : s.value);
+    if (s.source != "default") out += " [" + s.source + "]";
+  }
+  return (set.empty() ? "all defaults" : set) + "; defaults: " + defaults;
+}
+
+std::string augmentation(const TrainConfig& c) {
+  if (c.augment != "auto") return c.augment;
+  return c.dataset == "cifar10" ? "crop-flip" : "none";
+}
+
+std::string config_json(const TrainConfig& c) {
+  nlohmann::json j = {{"model", c.model},
+                      {"dataset", c.dataset},
+                      {"data_dir", c.data_dir},
+                      {"augment", augmentation(c)},
+                      {"epochs", c.epochs},
+                      {"max_steps", c.max_steps},
+                      {"batch_size", c.batch_size},
+                      {"global_batch_size", c.global_batch_size},
+                      {"accumulate_steps", c.accumulate_steps},
+                      {"optimizer", c.optimizer},
+                      {"lr", c.lr},
+                      {"momentum", c.momentum},
+                      {"nesterov", c.nesterov},
+                      {"weight_decay", c.weight_decay},
+                      {"lr_schedule", c.lr_schedule},
+                      {"warmup_epochs", c.warmup_epochs},
+                      {"lr_step_epochs", c.lr_step_epochs},
+                      {"lr_gamma", c.lr_gamma},
+                      {"lr_scaling", c.lr_scaling},
+                      {"base_batch_size", c.base_batch_size},
+                      {"decay_bn_bias", c.decay_bn_bias},
+                      {"label_smoothing", c.label_smoothing},
+                      {"seed", c.seed},
+                      {"grad_op", c.grad_op},
+                      {"grad_compression", c.grad_compression},
+                      {"device", c.device},
+                      {"comm", c.comm},
+                      {"precision", c.precision}};
+  // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace lockstep
