@@ -43,7 +43,7 @@ struct GpuGradReducer::Impl {
     // gradients are final; the 16-bit buffer is reused step after step in
     // stream order.
     const cudaStream_t s = nccl->stream().get();
-    const auto kind = options.wire == WireType::BF16 ? ops::Float16Kind::BF16 : ops::Float16Kind::F16;
+    const DType kind = options.wire == WireType::BF16 ? DType::BF16 : DType::F16;
     void* w = static_cast<char*>(wire_buf.raw_data()) + b.begin * 2;
     ready_events[i].wait_on(nccl->stream());
     ops::to_16bit_cuda(b.numel(), kind, g, w, s);

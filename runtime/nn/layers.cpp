@@ -39,7 +39,7 @@ void require_cpu(const Tensor& t, const char* layer) {
 // by every forward (weights change every step); backward reuses it.
 const void* round_weight_bf16(const Tensor& w, Tensor& w16, cuda::Context& gpu) {
   ensure_scratch(w16, w.numel(), DType::BF16, w.device(), &gpu, "bf16 weight");
-  ops::to_16bit_cuda(w.numel(), ops::Float16Kind::BF16, w.data<float>(), w16.raw_data(), gpu.raw_stream());
+  ops::to_16bit_cuda(w.numel(), DType::BF16, w.data<float>(), w16.raw_data(), gpu.raw_stream());
   return w16.raw_data();
 }
 #endif

@@ -134,7 +134,7 @@ const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx)
     cuda::Context& gpu = gpu_context(ctx.gpu, "Sequential");
     ensure_scratch(cast_buf_, capacity_shape_.numel(), DType::BF16, x_in.device(), ctx.gpu, "Sequential");
     input_ = cast_buf_.slice(0, in);
-    ops::to_16bit_cuda(x_in.numel(), ops::Float16Kind::BF16, x_in.data<float>(), input_.raw_data(),
+    ops::to_16bit_cuda(x_in.numel(), DType::BF16, x_in.data<float>(), input_.raw_data(),
                        gpu.raw_stream());
     caller_input_ = x_in;
 #endif
@@ -202,7 +202,7 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
   }
 #ifdef LOCKSTEP_HAVE_CUDA
   if (input_grad != caller_grad)
-    ops::from_16bit_cuda(cast_grad.numel(), ops::Float16Kind::BF16, cast_grad.raw_data(), caller_grad->data<float>(),
+    ops::from_16bit_cuda(cast_grad.numel(), DType::BF16, cast_grad.raw_data(), caller_grad->data<float>(),
                          gpu_context(ctx.gpu, "Sequential").raw_stream());
 #endif
 }

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "core/throw.h"
-#include "cuda/bf16.cuh"
+#include "cuda/float16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/throw.h"
-#include "cuda/bf16.cuh"
+#include "cuda/float16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "ops/relu_mask.cuh"

@@ -3,7 +3,7 @@
 // indices. Every output element is computed with exactly the CPU op's fp32
 // expression (no multiply-add pairs nvcc could contract), so fp32 outputs match
 // the CPU bitwise. ReLU, the residual adds and dropout are templated on the
-// storage type (float or bf16, cuda/bf16.cuh): the bf16 instances widen their
+// storage type (float or bf16, cuda/float16.cuh): the bf16 instances widen their
 // inputs, evaluate the same fp32 expression and round the result once.
 #include "ops/elementwise_cuda.h"
 
@@ -13,7 +13,7 @@
 #include <algorithm>
 
 #include "core/throw.h"
-#include "cuda/bf16.cuh"
+#include "cuda/float16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "ops/dropout_hash.h"
@@ -90,39 +90,33 @@ __global__ void dropout_backward_kernel(int64_t n, float scale, const uint8_t* m
     store(dx, i, load(dy, i) * (static_cast<float>(mask[i]) * scale));
 }
 
-__global__ void to_bf16_kernel(int64_t n, const float* src, __nv_bfloat16* dst) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __float2bfloat16_rn(src[i]);
+template <typename T>
+__global__ void to_16bit_kernel(int64_t n, const float* src, T* dst) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) cuda::store(dst, i, src[i]);
 }
 
-__global__ void to_f16_kernel(int64_t n, const float* src, __half* dst) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __float2half_rn(src[i]);
-}
-
-__global__ void from_bf16_kernel(int64_t n, const __nv_bfloat16* src, float* dst) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __bfloat162float(src[i]);
-}
-
-__global__ void from_f16_kernel(int64_t n, const __half* src, float* dst) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = __half2float(src[i]);
+template <typename T>
+__global__ void from_16bit_kernel(int64_t n, const T* src, float* dst) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = cuda::load(src, i);
 }
 
 }  // namespace
 
-void to_16bit_cuda(int64_t n, Float16Kind kind, const float* src, void* dst, cudaStream_t stream) {
+void to_16bit_cuda(int64_t n, DType dt, const float* src, void* dst, cudaStream_t stream) {
   if (n <= 0) return;
-  if (kind == Float16Kind::BF16)
-    to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, src, static_cast<__nv_bfloat16*>(dst));
-  else
-    to_f16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, src, static_cast<__half*>(dst));
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    to_16bit_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, src, static_cast<T*>(dst));
+  });
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void from_16bit_cuda(int64_t n, Float16Kind kind, const void* src, float* dst, cudaStream_t stream) {
+void from_16bit_cuda(int64_t n, DType dt, const void* src, float* dst, cudaStream_t stream) {
   if (n <= 0) return;
-  if (kind == Float16Kind::BF16)
-    from_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, static_cast<const __nv_bfloat16*>(src), dst);
-  else
-    from_f16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, static_cast<const __half*>(src), dst);
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    from_16bit_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, static_cast<const T*>(src), dst);
+  });
   LS_CUDA_CHECK_LAUNCH();
 }
 

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 
+#include "tensor/dtype.h"
+
 namespace lockstep::ops {
 
 // y = max(0, x).                              x, y [n]
@@ -51,11 +53,9 @@ void dropout_forward_bf16_cuda(int64_t rows, int64_t row_len, int64_t row0, uint
 void dropout_backward_bf16_cuda(int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
                                 cudaStream_t stream);
 
-// 16-bit storage formats for to_16bit_cuda / from_16bit_cuda.
-enum class Float16Kind { F16, BF16 };
-// dst = src rounded to nearest even (IEEE half or bfloat16).   src [n] fp32, dst [n] 16-bit
-void to_16bit_cuda(int64_t n, Float16Kind kind, const float* src, void* dst, cudaStream_t stream);
-// dst = src widened to fp32 (exact).                            src [n] 16-bit, dst [n] fp32
-void from_16bit_cuda(int64_t n, Float16Kind kind, const void* src, float* dst, cudaStream_t stream);
+// dst = src rounded to nearest even into dt (DType::F16 or BF16).  src [n] fp32, dst [n] dt
+void to_16bit_cuda(int64_t n, DType dt, const float* src, void* dst, cudaStream_t stream);
+// dst = src (DType::F16 or BF16) widened to fp32 (exact).         src [n] dt, dst [n] fp32
+void from_16bit_cuda(int64_t n, DType dt, const void* src, float* dst, cudaStream_t stream);
 
 }  // namespace lockstep::ops

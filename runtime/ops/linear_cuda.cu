@@ -30,7 +30,7 @@
 
 #include "core/throw.h"
 #include "cuda/check.h"
-#include "cuda/bf16.cuh"
+#include "cuda/float16.cuh"
 #include "cuda/launch.cuh"
 #include "ops/relu_mask.cuh"
 

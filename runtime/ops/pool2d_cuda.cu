@@ -6,7 +6,7 @@
 // order: the CPU's scatter adds in exactly that order, so results are bitwise
 // the CPU's.
 // The kernels are templated on the storage type T of x, y, dy, dx (float or
-// bf16, cuda/bf16.cuh): values are widened to fp32 on load, compared and
+// bf16, cuda/float16.cuh): values are widened to fp32 on load, compared and
 // summed in fp32 (global average pooling: double) in registers exactly as in
 // the fp32 instance, and each output is stored once (bf16: rounded once).
 #include "ops/pool2d_cuda.h"
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "core/throw.h"
-#include "cuda/bf16.cuh"
+#include "cuda/float16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 
