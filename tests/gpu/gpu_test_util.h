@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
 #include "tensor/tensor.h"
@@ -46,60 +47,71 @@ inline std::vector<float> random_vector(int64_t n, uint64_t seed, float lo = -1.
   return v;
 }
 
-// bf16 as raw bits (round to nearest even; the inputs here are finite).
-inline uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
+// 16-bit values (DType::BF16 or F16) as raw bits, rounded to nearest even
+// (comm/communicator.h's conversions, which the CPU wire path uses), and back.
+inline uint16_t to_16(DType dt, float f) {
+  REQUIRE((dt == DType::BF16 || dt == DType::F16));
+  return dt == DType::BF16 ? float_to_bf16(f) : float_to_f16(f);
 }
-inline float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline std::vector<uint16_t> bf16_bits(const std::vector<float>& v) {
+inline float from_16(DType dt, uint16_t h) { return dt == DType::BF16 ? bf16_to_float(h) : f16_to_float(h); }
+inline std::vector<uint16_t> bits_16(DType dt, const std::vector<float>& v) {
   std::vector<uint16_t> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = to_bf16(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) r[i] = to_16(dt, v[i]);
   return r;
 }
-inline std::vector<float> bf16_values(const std::vector<uint16_t>& v) {
+inline std::vector<float> values_16(DType dt, const std::vector<uint16_t>& v) {
   std::vector<float> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = from_bf16(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) r[i] = from_16(dt, v[i]);
   return r;
 }
-// `v` rounded to bf16 and back: what a bf16 store of an fp32 result holds.
-inline std::vector<float> bf16_rounded(const std::vector<float>& v) { return bf16_values(bf16_bits(v)); }
+// `v` rounded to dt and back: what a 16-bit store of an fp32 result holds.
+inline std::vector<float> rounded_16(DType dt, const std::vector<float>& v) { return values_16(dt, bits_16(dt, v)); }
+// Half an ulp relative to the rounded value: 2^-8 for bf16 (8 significant
+// bits), 2^-11 for fp16 (11), for normal numbers.
+inline int half_ulp_exponent(DType dt) { return dt == DType::BF16 ? -8 : -11; }
 
-// A BF16 device tensor holding `bits` / the bits of a BF16 device tensor
+// A dt device tensor holding `bits` / the bits of a 16-bit device tensor
 // (synchronous: waits for f's stream and the device).
-inline Tensor upload_bf16(GpuFixture& f, const std::vector<uint16_t>& bits) {
-  Tensor t = f.device_zeros(Shape{static_cast<int64_t>(bits.size())}, DType::BF16);
+inline Tensor upload_16(GpuFixture& f, DType dt, const std::vector<uint16_t>& bits) {
+  Tensor t = f.device_zeros(Shape{static_cast<int64_t>(bits.size())}, dt);
   f.ctx.synchronize();  // the allocator zero-fills on the context's stream
   LS_CUDA_CHECK(cudaMemcpy(t.raw_data(), bits.data(), t.nbytes(), cudaMemcpyHostToDevice));
   LS_CUDA_CHECK(cudaDeviceSynchronize());
   return t;
 }
-inline std::vector<uint16_t> download_bf16(GpuFixture& f, const Tensor& t) {
+inline std::vector<uint16_t> download_16(GpuFixture& f, const Tensor& t) {
+  REQUIRE(size_of(t.dtype()) == 2);
   f.ctx.synchronize();
   std::vector<uint16_t> bits(static_cast<size_t>(t.numel()));
   LS_CUDA_CHECK(cudaMemcpy(bits.data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToHost));
   return bits;
 }
 
-// Largest (|gpu - cpu| - 2^-8 |gpu|) / max(1, |cpu|): how far bf16 results
-// `gpu` are from fp32 results `cpu` beyond the rounding to bf16 (half an ulp,
-// at most 2^-8 of the rounded value).
-inline double max_excess_over_bf16_rounding(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+// Largest (|gpu - cpu| - 2^e |gpu|) / max(1, |cpu|), e = half_ulp_exponent(dt):
+// how far 16-bit results `gpu` are from fp32 results `cpu` beyond the rounding
+// to dt (half an ulp, at most 2^e of the rounded value, for normal numbers).
+inline double max_excess_over_16bit_rounding(DType dt, const std::vector<float>& gpu, const std::vector<float>& cpu) {
   REQUIRE(gpu.size() == cpu.size());
+  const int e = half_ulp_exponent(dt);
   double worst = 0;
   for (size_t i = 0; i < gpu.size(); ++i) {
     const double g = gpu[i], c = cpu[i];
-    const double d = (std::abs(g - c) - std::ldexp(std::abs(g), -8)) / std::max(1.0, std::abs(c));
+    const double d = (std::abs(g - c) - std::ldexp(std::abs(g), e)) / std::max(1.0, std::abs(c));
     if (!(d <= worst)) worst = d;  // NaN propagates as "worse"
   }
   return worst;
+}
+
+// The bf16 forms used by the bf16-only tests.
+inline uint16_t to_bf16(float f) { return to_16(DType::BF16, f); }
+inline float from_bf16(uint16_t h) { return from_16(DType::BF16, h); }
+inline std::vector<uint16_t> bf16_bits(const std::vector<float>& v) { return bits_16(DType::BF16, v); }
+inline std::vector<float> bf16_values(const std::vector<uint16_t>& v) { return values_16(DType::BF16, v); }
+inline std::vector<float> bf16_rounded(const std::vector<float>& v) { return rounded_16(DType::BF16, v); }
+inline Tensor upload_bf16(GpuFixture& f, const std::vector<uint16_t>& bits) { return upload_16(f, DType::BF16, bits); }
+inline std::vector<uint16_t> download_bf16(GpuFixture& f, const Tensor& t) { return download_16(f, t); }
+inline double max_excess_over_bf16_rounding(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  return max_excess_over_16bit_rounding(DType::BF16, gpu, cpu);
 }
 
 // Largest |a - b| / max(1, |b|) over the elements (b is the CPU reference).
