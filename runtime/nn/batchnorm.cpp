@@ -170,10 +170,11 @@ void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext&
   float* rv = running_var_->value.data<float>();
   training_ = ctx.training;
   synced_ = false;
-  const bool bf16 = x.dtype() == DType::BF16;  // mixed precision: bf16 x and y, statistics as in fp32
+  const DType dt = x.dtype();
+  const bool half = is_16bit_float(dt);  // mixed precision: 16-bit x and y, statistics as in fp32
   if (ctx.training) {
-    if (bf16)
-      ops::batchnorm_sum_bf16_cuda(gpu, s, x.raw_data(), sum);
+    if (half)
+      ops::batchnorm_sum_16_cuda(dt, gpu, s, x.raw_data(), sum);
     else
       ops::batchnorm_sum_cuda(gpu, s, x.data<float>(), sum);
     ops::batchnorm_count_cuda(s, count, st);
@@ -190,8 +191,8 @@ void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext&
     LS_CHECK(count_ > 1, "{}: batch statistics need more than one value per channel (input {})", describe(),
              x.shape().str());
     ops::batchnorm_mean_cuda(C, sum, count, mean, st);
-    if (bf16)
-      ops::batchnorm_centered_sumsq_bf16_cuda(gpu, s, x.raw_data(), mean, m2);
+    if (half)
+      ops::batchnorm_centered_sumsq_16_cuda(dt, gpu, s, x.raw_data(), mean, m2);
     else
       ops::batchnorm_centered_sumsq_cuda(gpu, s, x.data<float>(), mean, m2);
     if (synced_ && !ctx.sync->sum_on_device(gpu, m2, C)) sum_through_host(*ctx.sync, m2, C, host_sync_, st);
@@ -200,8 +201,8 @@ void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext&
   } else {
     ops::batchnorm_eval_stats_cuda(C, rm, rv, gamma, beta, eps_, mean, invstd, scale, shift, st);
   }
-  if (bf16)
-    ops::batchnorm_apply_bf16_cuda(s, x.raw_data(), scale, shift, y.raw_data(), relu_, st);
+  if (half)
+    ops::batchnorm_apply_16_cuda(dt, s, x.raw_data(), scale, shift, y.raw_data(), relu_, st);
   else
     ops::batchnorm_apply_cuda(s, x.data<float>(), scale, shift, y.data<float>(), relu_, st);
 }
@@ -219,10 +220,11 @@ void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor& y, const Tensor& 
   double* count = dev_d_.data<double>() + C;
   double *sum_dy = count + 1 + C, *sum_dy_xmu = sum_dy + C;
   // dy is the caller's scratch gradient buffer: the fused ReLU masks it in place.
-  const bool bf16 = x.dtype() == DType::BF16;
-  if (bf16)
-    ops::batchnorm_backward_reduce_bf16_cuda(gpu, s, x.raw_data(), y.raw_data(), dy.raw_data(), relu_, mean, sum_dy,
-                                             sum_dy_xmu);
+  const DType dt = x.dtype();
+  const bool half = is_16bit_float(dt);
+  if (half)
+    ops::batchnorm_backward_reduce_16_cuda(dt, gpu, s, x.raw_data(), y.raw_data(), dy.raw_data(), relu_, mean, sum_dy,
+                                           sum_dy_xmu);
   else
     ops::batchnorm_backward_reduce_cuda(gpu, s, x.data<float>(), y.data<float>(),
                                         const_cast<float*>(dy.data<float>()), relu_, mean, sum_dy, sum_dy_xmu);
@@ -236,8 +238,8 @@ void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor& y, const Tensor& 
   }
   ops::batchnorm_backward_coeffs_cuda(C, training_, sum_dy, sum_dy_xmu, training_ ? count : nullptr, mean, invstd,
                                       w_->value.data<float>(), a, b, d, st);
-  if (bf16)
-    ops::batchnorm_backward_apply_bf16_cuda(s, x.raw_data(), dy.raw_data(), a, b, d, dx->raw_data(), st);
+  if (half)
+    ops::batchnorm_backward_apply_16_cuda(dt, s, x.raw_data(), dy.raw_data(), a, b, d, dx->raw_data(), st);
   else
     ops::batchnorm_backward_apply_cuda(s, x.data<float>(), dy.data<float>(), a, b, d, dx->data<float>(), st);
 }

@@ -2,8 +2,8 @@
 // (PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and
 // biases), and dispatch to the kernels in ops/: the CPU ones, or for tensors
 // on a GPU the CUDA twins, queued on the context's stream -- the fp32 ones, or
-// for bf16 activations (mixed precision) the bf16 ones, with Linear and Conv2d
-// rounding their fp32 weights to bf16 at each forward.
+// for 16-bit activations (mixed precision, bf16 or fp16) the 16-bit ones, with
+// Linear and Conv2d rounding their fp32 weights to that type at each forward.
 #include "nn/layers.h"
 
 #include <algorithm>
@@ -34,12 +34,12 @@ void require_cpu(const Tensor& t, const char* layer) {
 }
 
 #ifdef LOCKSTEP_HAVE_CUDA
-// Mixed precision: the fp32 master weight `w` rounded to bf16 into `w16`
-// (grown as needed), queued on the context's stream; returns w16's data. Done
-// by every forward (weights change every step); backward reuses it.
-const void* round_weight_bf16(const Tensor& w, Tensor& w16, cuda::Context& gpu) {
-  ensure_scratch(w16, w.numel(), DType::BF16, w.device(), &gpu, "bf16 weight");
-  ops::to_16bit_cuda(w.numel(), DType::BF16, w.data<float>(), w16.raw_data(), gpu.raw_stream());
+// Mixed precision: the fp32 master weight `w` rounded to `dt` (bf16 or fp16)
+// into `w16` (grown as needed), queued on the context's stream; returns w16's
+// data. Done by every forward (weights change every step); backward reuses it.
+const void* round_weight_16(const Tensor& w, DType dt, Tensor& w16, cuda::Context& gpu) {
+  ensure_scratch(w16, w.numel(), dt, w.device(), &gpu, "16-bit weight");
+  ops::to_16bit_cuda(w.numel(), dt, w.data<float>(), w16.raw_data(), gpu.raw_stream());
   return w16.raw_data();
 }
 #endif
@@ -71,11 +71,11 @@ void Linear::init(Rng& rng) {
 
 void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (x.device().is_cuda() && x.dtype() == DType::BF16) {  // mixed precision: bf16 weight copy, fp32 bias
+  if (x.device().is_cuda() && is_16bit_float(x.dtype())) {  // mixed precision: 16-bit weight copy, fp32 bias
     cuda::Context& gpu = gpu_context(ctx.gpu, "Linear");
-    const void* w16 = round_weight_bf16(w_->value, w16_, gpu);
-    ops::linear_forward_bf16_cuda(gpu, x.size(0), in_, out_, x.raw_data(), w16,
-                                  b_ ? b_->value.data<float>() : nullptr, y.raw_data(), relu_);
+    const void* w16 = round_weight_16(w_->value, x.dtype(), w16_, gpu);
+    ops::linear_forward_16_cuda(x.dtype(), gpu, x.size(0), in_, out_, x.raw_data(), w16,
+                                b_ ? b_->value.data<float>() : nullptr, y.raw_data(), relu_);
     return;
   }
   if (x.device().is_cuda()) {
@@ -92,12 +92,13 @@ void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 void Linear::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   // dy is Sequential's scratch gradient buffer: the fused ReLU masks it in place.
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (x.device().is_cuda() && x.dtype() == DType::BF16) {  // the bf16 weight of the forward
-    LS_CHECK(w16_.defined() && w16_.device() == x.device(), "{}: bf16 backward without a bf16 forward", describe());
-    ops::linear_backward_bf16_cuda(gpu_context(ctx.gpu, "Linear"), x.size(0), in_, out_, x.raw_data(),
-                                   w16_.raw_data(), y.raw_data(), dy.raw_data(), dx ? dx->raw_data() : nullptr,
-                                   w_->grad.data<float>(), b_ ? b_->grad.data<float>() : nullptr, ctx.accumulate,
-                                   relu_);
+  if (x.device().is_cuda() && is_16bit_float(x.dtype())) {  // the 16-bit weight of the forward
+    LS_CHECK(w16_.defined() && w16_.device() == x.device() && w16_.dtype() == x.dtype(),
+             "{}: {} backward without a {} forward", describe(), dtype_name(x.dtype()), dtype_name(x.dtype()));
+    ops::linear_backward_16_cuda(x.dtype(), gpu_context(ctx.gpu, "Linear"), x.size(0), in_, out_, x.raw_data(),
+                                 w16_.raw_data(), y.raw_data(), dy.raw_data(), dx ? dx->raw_data() : nullptr,
+                                 w_->grad.data<float>(), b_ ? b_->grad.data<float>() : nullptr, ctx.accumulate,
+                                 relu_);
     return;
   }
   if (x.device().is_cuda()) {
@@ -168,15 +169,18 @@ void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const float* b = b_ ? b_->value.data<float>() : nullptr;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
-    const bool bf16 = x.dtype() == DType::BF16;
-    if (!gpu_ || !same_geometry(gpu_geometry_, s.g) || gpu_bf16_ != bf16) {  // descriptors for a new image size
-      gpu_ = std::make_shared<ops::Conv2dCuda>(out_c_, s.g, bf16 ? ops::ConvData::BF16 : ops::ConvData::F32);
+    const DType dt = x.dtype();
+    if (!gpu_ || !same_geometry(gpu_geometry_, s.g) || gpu_dtype_ != dt) {  // descriptors for a new image size
+      const ops::ConvData data = dt == DType::BF16  ? ops::ConvData::BF16
+                                 : dt == DType::F16 ? ops::ConvData::F16
+                                                    : ops::ConvData::F32;
+      gpu_ = std::make_shared<ops::Conv2dCuda>(out_c_, s.g, data);
       gpu_geometry_ = s.g;
-      gpu_bf16_ = bf16;
+      gpu_dtype_ = dt;
     }
     cuda::Context& gpu = gpu_context(ctx.gpu, "Conv2d");
-    if (bf16)  // mixed precision: bf16 weight copy, fp32 bias
-      gpu_->forward_bf16(gpu, s.n, x.raw_data(), round_weight_bf16(w_->value, w16_, gpu), b, y.raw_data(), relu_);
+    if (is_16bit_float(dt))  // mixed precision: 16-bit weight copy, fp32 bias
+      gpu_->forward_16(gpu, s.n, x.raw_data(), round_weight_16(w_->value, dt, w16_, gpu), b, y.raw_data(), relu_);
     else
       gpu_->forward(gpu, s.n, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_);
     return;
@@ -193,20 +197,21 @@ void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor
   const auto s = conv_shape(x.shape(), y.shape(), k_, stride_, pad_);
   float* db = b_ ? b_->grad.data<float>() : nullptr;
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (x.device().is_cuda() && x.dtype() == DType::BF16) {  // the bf16 weight of the forward
-    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && gpu_bf16_ && w16_.defined(),
-             "{}: bf16 backward without a bf16 forward on this input", describe());
-    gpu_->backward_bf16(gpu_context(ctx.gpu, "Conv2d"), s.n, x.raw_data(), w16_.raw_data(), y.raw_data(),
-                        dy.raw_data(), dx ? dx->raw_data() : nullptr, w_->grad.data<float>(), db, ctx.accumulate,
-                        relu_);
+  if (x.device().is_cuda() && is_16bit_float(x.dtype())) {  // the 16-bit weight of the forward
+    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && gpu_dtype_ == x.dtype() && w16_.defined(),
+             "{}: {} backward without a {} forward on this input", describe(), dtype_name(x.dtype()),
+             dtype_name(x.dtype()));
+    gpu_->backward_16(gpu_context(ctx.gpu, "Conv2d"), s.n, x.raw_data(), w16_.raw_data(), y.raw_data(),
+                      dy.raw_data(), dx ? dx->raw_data() : nullptr, w_->grad.data<float>(), db, ctx.accumulate,
+                      relu_);
     return;
   }
 #endif
   float* dxp = dx ? dx->data<float>() : nullptr;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
-    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && !gpu_bf16_, "{}: backward without a forward on this input",
-             describe());
+    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && gpu_dtype_ == DType::F32,
+             "{}: backward without a forward on this input", describe());
     gpu_->backward(gpu_context(ctx.gpu, "Conv2d"), s.n, x.data<float>(), w_->value.data<float>(), y.data<float>(),
                    dy.data<float>(), dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_);
     return;
@@ -249,15 +254,15 @@ void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Pool2d").raw_stream();
-    const bool bf16 = x.dtype() == DType::BF16;
+    const bool half = is_16bit_float(x.dtype());
     if (kind_ == PoolKind::Max) {
       ensure_scratch(argmax_, y.numel(), DType::I32, x.device(), ctx.gpu, "MaxPool2d");
-      if (bf16)
-        ops::maxpool2d_forward_bf16_cuda(s, x.raw_data(), y.raw_data(), argmax_.data<int32_t>(), st);
+      if (half)
+        ops::maxpool2d_forward_16_cuda(x.dtype(), s, x.raw_data(), y.raw_data(), argmax_.data<int32_t>(), st);
       else
         ops::maxpool2d_forward_cuda(s, x.data<float>(), y.data<float>(), argmax_.data<int32_t>(), st);
-    } else if (bf16) {
-      ops::avgpool2d_forward_bf16_cuda(s, x.raw_data(), y.raw_data(), st);
+    } else if (half) {
+      ops::avgpool2d_forward_16_cuda(x.dtype(), s, x.raw_data(), y.raw_data(), st);
     } else {
       ops::avgpool2d_forward_cuda(s, x.data<float>(), y.data<float>(), st);
     }
@@ -279,13 +284,13 @@ void Pool2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Pool2d").raw_stream();
-    const bool bf16 = x.dtype() == DType::BF16;
-    if (kind_ == PoolKind::Max && bf16)
-      ops::maxpool2d_backward_bf16_cuda(s, dy.raw_data(), argmax_.data<int32_t>(), dx->raw_data(), st);
+    const bool half = is_16bit_float(x.dtype());
+    if (kind_ == PoolKind::Max && half)
+      ops::maxpool2d_backward_16_cuda(x.dtype(), s, dy.raw_data(), argmax_.data<int32_t>(), dx->raw_data(), st);
     else if (kind_ == PoolKind::Max)
       ops::maxpool2d_backward_cuda(s, dy.data<float>(), argmax_.data<int32_t>(), dx->data<float>(), st);
-    else if (bf16)
-      ops::avgpool2d_backward_bf16_cuda(s, dy.raw_data(), dx->raw_data(), st);
+    else if (half)
+      ops::avgpool2d_backward_16_cuda(x.dtype(), s, dy.raw_data(), dx->raw_data(), st);
     else
       ops::avgpool2d_backward_cuda(s, dy.data<float>(), dx->data<float>(), st);
     return;
@@ -307,9 +312,9 @@ void GlobalAvgPool::forward(const Tensor& x, Tensor& y, const ForwardContext& ct
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "GlobalAvgPool").raw_stream();
-    if (x.dtype() == DType::BF16)
-      ops::global_avgpool_forward_bf16_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), x.raw_data(), y.raw_data(),
-                                            st);
+    if (is_16bit_float(x.dtype()))
+      ops::global_avgpool_forward_16_cuda(x.dtype(), x.size(0) * x.size(1), x.size(2) * x.size(3), x.raw_data(),
+                                          y.raw_data(), st);
     else
       ops::global_avgpool_forward_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), x.data<float>(),
                                        y.data<float>(), st);
@@ -325,9 +330,9 @@ void GlobalAvgPool::backward(const Tensor& x, const Tensor&, const Tensor& dy, T
   if (x.device().is_cuda()) {
     if (!dx) return;
     const cudaStream_t st = gpu_context(ctx.gpu, "GlobalAvgPool").raw_stream();
-    if (x.dtype() == DType::BF16)
-      ops::global_avgpool_backward_bf16_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), dy.raw_data(),
-                                             dx->raw_data(), st);
+    if (is_16bit_float(x.dtype()))
+      ops::global_avgpool_backward_16_cuda(x.dtype(), x.size(0) * x.size(1), x.size(2) * x.size(3), dy.raw_data(),
+                                           dx->raw_data(), st);
     else
       ops::global_avgpool_backward_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), dy.data<float>(),
                                         dx->data<float>(), st);
@@ -343,8 +348,8 @@ void ReLU::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "ReLU").raw_stream();
-    if (x.dtype() == DType::BF16)
-      ops::relu_forward_bf16_cuda(x.numel(), x.raw_data(), y.raw_data(), st);
+    if (is_16bit_float(x.dtype()))
+      ops::relu_forward_16_cuda(x.dtype(), x.numel(), x.raw_data(), y.raw_data(), st);
     else
       ops::relu_forward_cuda(x.numel(), x.data<float>(), y.data<float>(), st);
     return;
@@ -359,8 +364,8 @@ void ReLU::backward(const Tensor&, const Tensor& y, const Tensor& dy, Tensor* dx
   if (y.device().is_cuda()) {
     if (!dx) return;
     const cudaStream_t st = gpu_context(ctx.gpu, "ReLU").raw_stream();
-    if (y.dtype() == DType::BF16)
-      ops::relu_backward_bf16_cuda(y.numel(), y.raw_data(), dy.raw_data(), dx->raw_data(), st);
+    if (is_16bit_float(y.dtype()))
+      ops::relu_backward_16_cuda(y.dtype(), y.numel(), y.raw_data(), dy.raw_data(), dx->raw_data(), st);
     else
       ops::relu_backward_cuda(y.numel(), y.data<float>(), dy.data<float>(), dx->data<float>(), st);
     return;
@@ -392,9 +397,9 @@ void Dropout::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Dropout").raw_stream();
-    if (x.dtype() == DType::BF16)
-      ops::dropout_forward_bf16_cuda(rows, row_len, ctx.sample_offset, key, p_, x.raw_data(), y.raw_data(),
-                                     mask_.data<uint8_t>(), st);
+    if (is_16bit_float(x.dtype()))
+      ops::dropout_forward_16_cuda(x.dtype(), rows, row_len, ctx.sample_offset, key, p_, x.raw_data(), y.raw_data(),
+                                   mask_.data<uint8_t>(), st);
     else
       ops::dropout_forward_cuda(rows, row_len, ctx.sample_offset, key, p_, x.data<float>(), y.data<float>(),
                                 mask_.data<uint8_t>(), st);
@@ -414,8 +419,9 @@ void Dropout::backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor* d
 #ifdef LOCKSTEP_HAVE_CUDA
   if (dy.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Dropout").raw_stream();
-    if (dy.dtype() == DType::BF16)
-      ops::dropout_backward_bf16_cuda(dy.numel(), p_, mask_.data<uint8_t>(), dy.raw_data(), dx->raw_data(), st);
+    if (is_16bit_float(dy.dtype()))
+      ops::dropout_backward_16_cuda(dy.dtype(), dy.numel(), p_, mask_.data<uint8_t>(), dy.raw_data(), dx->raw_data(),
+                                    st);
     else
       ops::dropout_backward_cuda(dy.numel(), p_, mask_.data<uint8_t>(), dy.data<float>(), dx->data<float>(), st);
     return;

@@ -41,7 +41,7 @@ class Linear final : public Module {
   bool relu_ = false;  // fused ReLU on the output
   Parameter* w_ = nullptr;
   Parameter* b_ = nullptr;
-  Tensor w16_;  // bf16 inputs (mixed precision): the weight rounded to bf16 by each forward
+  Tensor w16_;  // 16-bit inputs (mixed precision): the weight rounded to their type by each forward
 };
 
 // x [N, C, H, W]   W [OC, C, K, K]   b [OC]   y [N, OC, OH, OW]
@@ -75,8 +75,8 @@ class Conv2d final : public Module {
   // (shared_ptr: the type is complete only in GPU builds).
   std::shared_ptr<ops::Conv2dCuda> gpu_;
   ops::ConvGeometry gpu_geometry_{};
-  bool gpu_bf16_ = false;  // gpu_ was made for bf16 tensors
-  Tensor w16_;             // bf16 inputs (mixed precision): the weight rounded to bf16 by each forward
+  DType gpu_dtype_ = DType::F32;  // the tensor type gpu_ was made for
+  Tensor w16_;  // 16-bit inputs (mixed precision): the weight rounded to their type by each forward
 };
 
 enum class PoolKind { Max, Avg };

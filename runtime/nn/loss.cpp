@@ -29,7 +29,7 @@ LossStats softmax_cross_entropy(const Tensor& logits, const Tensor& labels, floa
 }
 
 void softmax_cross_entropy_backward(const Tensor& logits, const Tensor& labels, float scale, Tensor& dlogits,
-                                    float label_smoothing, cuda::Context* gpu) {
+                                    float label_smoothing, cuda::Context* gpu, const float* loss_scale_dev) {
   check(logits, labels);
   LS_CHECK(dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
            "dlogits {} on {} does not match logits {} on {}", dlogits.shape().str(), dlogits.device().str(),
@@ -37,20 +37,21 @@ void softmax_cross_entropy_backward(const Tensor& logits, const Tensor& labels, 
 #ifdef LOCKSTEP_HAVE_CUDA
   if (logits.device().is_cuda()) {
     const cudaStream_t st = gpu_context(gpu, "cross-entropy").raw_stream();
-    if (logits.dtype() == DType::BF16) {  // mixed precision: bf16 logits and dlogits
-      LS_CHECK(dlogits.dtype() == DType::BF16, "cross-entropy: bf16 logits need bf16 dlogits, got {}",
-               dtype_name(dlogits.dtype()));
-      ops::softmax_xent_backward_bf16_cuda(logits.size(0), logits.size(1), logits.raw_data(), labels.data<int32_t>(),
-                                           scale, dlogits.raw_data(), label_smoothing, st);
-    } else {
+    LS_CHECK(dlogits.dtype() == logits.dtype(), "cross-entropy: {} logits need {} dlogits, got {}",
+             dtype_name(logits.dtype()), dtype_name(logits.dtype()), dtype_name(dlogits.dtype()));
+    if (is_16bit_float(logits.dtype()))  // mixed precision: 16-bit logits and dlogits
+      ops::softmax_xent_backward_16_cuda(logits.dtype(), logits.size(0), logits.size(1), logits.raw_data(),
+                                         labels.data<int32_t>(), scale, loss_scale_dev, dlogits.raw_data(),
+                                         label_smoothing, st);
+    else
       ops::softmax_xent_backward_cuda(logits.size(0), logits.size(1), logits.data<float>(), labels.data<int32_t>(),
-                                      scale, dlogits.data<float>(), label_smoothing, st);
-    }
+                                      scale, loss_scale_dev, dlogits.data<float>(), label_smoothing, st);
     return;
   }
 #endif
   LS_CHECK(logits.device().is_cpu(), "cross-entropy: tensors on {} are not supported by this build",
            logits.device().str());
+  LS_CHECK(loss_scale_dev == nullptr, "cross-entropy: a device loss scale with host tensors");
   ops::softmax_xent_backward_cpu(logits.size(0), logits.size(1), logits.data<float>(), labels.data<int32_t>(), scale,
                                  dlogits.data<float>(), label_smoothing);
 }
@@ -74,10 +75,10 @@ void LossAccumulator::add(const Tensor& logits, const Tensor& labels, float labe
   ensure_scratch(row_loss_, b, DType::F64, d, gpu, "LossAccumulator");
   ensure_scratch(row_correct_, b, DType::I32, d, gpu, "LossAccumulator");
   const cudaStream_t st = gpu_context(gpu, "LossAccumulator").raw_stream();
-  if (logits.dtype() == DType::BF16)  // mixed precision: bf16 logits, fp32/fp64 math
-    ops::softmax_xent_forward_bf16_cuda(b, logits.size(1), logits.raw_data(), labels.data<int32_t>(), label_smoothing,
-                                        row_loss_.data<double>(), row_correct_.data<int32_t>(),
-                                        dev_loss_.data<double>(), dev_correct_.data<int64_t>(), st);
+  if (is_16bit_float(logits.dtype()))  // mixed precision: 16-bit logits, fp32/fp64 math
+    ops::softmax_xent_forward_16_cuda(logits.dtype(), b, logits.size(1), logits.raw_data(), labels.data<int32_t>(),
+                                      label_smoothing, row_loss_.data<double>(), row_correct_.data<int32_t>(),
+                                      dev_loss_.data<double>(), dev_correct_.data<int64_t>(), st);
   else
     ops::softmax_xent_forward_cuda(b, logits.size(1), logits.data<float>(), labels.data<int32_t>(), label_smoothing,
                                    row_loss_.data<double>(), row_correct_.data<int32_t>(), dev_loss_.data<double>(),

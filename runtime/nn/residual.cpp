@@ -55,8 +55,8 @@ void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Residual").raw_stream();
-    if (y.dtype() == DType::BF16)
-      ops::add_relu_bf16_cuda(y.numel(), a.raw_data(), b.raw_data(), y.raw_data(), st);
+    if (is_16bit_float(y.dtype()))
+      ops::add_relu_16_cuda(y.dtype(), y.numel(), a.raw_data(), b.raw_data(), y.raw_data(), st);
     else
       ops::add_relu_cuda(y.numel(), a.data<float>(), b.data<float>(), y.data<float>(), st);
     return;
@@ -69,14 +69,14 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
   // dL/d(sum) = dy where y > 0: masked in place, dy is the caller's scratch buffer.
   Tensor g = dy;
   [[maybe_unused]] const bool gpu = y.device().is_cuda();
-  [[maybe_unused]] const bool bf16 = y.dtype() == DType::BF16;  // mixed precision (GPU)
+  [[maybe_unused]] const bool half = is_16bit_float(y.dtype());  // mixed precision (GPU)
   // dst += src on the tensors' device.
   auto add_inplace = [&](const Tensor& src, Tensor& dst) {
 #ifdef LOCKSTEP_HAVE_CUDA
     if (gpu) {
       const cudaStream_t st = gpu_context(ctx.gpu, "Residual").raw_stream();
-      if (bf16)
-        ops::add_inplace_bf16_cuda(dst.numel(), src.raw_data(), dst.raw_data(), st);
+      if (half)
+        ops::add_inplace_16_cuda(y.dtype(), dst.numel(), src.raw_data(), dst.raw_data(), st);
       else
         ops::add_inplace_cuda(dst.numel(), src.data<float>(), dst.data<float>(), st);
       return;
@@ -85,9 +85,9 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
     ops::add_inplace_cpu(dst.numel(), src.data<float>(), dst.data<float>());
   };
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (gpu && bf16)
-    ops::relu_backward_bf16_cuda(y.numel(), y.raw_data(), g.raw_data(), g.raw_data(),
-                                 gpu_context(ctx.gpu, "Residual").raw_stream());
+  if (gpu && half)
+    ops::relu_backward_16_cuda(y.dtype(), y.numel(), y.raw_data(), g.raw_data(), g.raw_data(),
+                               gpu_context(ctx.gpu, "Residual").raw_stream());
   else if (gpu)
     ops::relu_backward_cuda(y.numel(), y.data<float>(), g.data<float>(), g.data<float>(),
                             gpu_context(ctx.gpu, "Residual").raw_stream());

@@ -58,7 +58,7 @@ int64_t Sequential::forward_flops(const Shape& in) const {
 }
 
 void Sequential::set_compute_dtype(DType dtype) {
-  LS_CHECK(dtype == DType::F32 || dtype == DType::BF16, "Sequential: compute type {} (fp32 or bf16)",
+  LS_CHECK(dtype == DType::F32 || is_16bit_float(dtype), "Sequential: compute type {} (F32, BF16 or F16)",
            dtype_name(dtype));
   compute_dtype_ = dtype;
   capacity_shape_ = Shape();
@@ -116,8 +116,8 @@ void Sequential::bind(const Shape& in) {
 const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx) {
   const Shape& in = x_in.shape();
   LS_CHECK(in.rank() >= 1 && in[0] > 0, "Sequential input shape {} has no batch", in.str());
-  const bool cast = compute_dtype_ == DType::BF16 && x_in.dtype() == DType::F32 && x_in.device().is_cuda();
-  const DType dtype = cast ? DType::BF16 : x_in.dtype();
+  const bool cast = is_16bit_float(compute_dtype_) && x_in.dtype() == DType::F32 && x_in.device().is_cuda();
+  const DType dtype = cast ? compute_dtype_ : x_in.dtype();
   bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0] &&
               capacity_device_ == x_in.device() && capacity_dtype_ == dtype;
   for (int d = 1; fits && d < in.rank(); ++d) fits = in[d] == capacity_shape_[d];
@@ -132,10 +132,9 @@ const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx)
   if (cast) {
 #ifdef LOCKSTEP_HAVE_CUDA
     cuda::Context& gpu = gpu_context(ctx.gpu, "Sequential");
-    ensure_scratch(cast_buf_, capacity_shape_.numel(), DType::BF16, x_in.device(), ctx.gpu, "Sequential");
+    ensure_scratch(cast_buf_, capacity_shape_.numel(), compute_dtype_, x_in.device(), ctx.gpu, "Sequential");
     input_ = cast_buf_.slice(0, in);
-    ops::to_16bit_cuda(x_in.numel(), DType::BF16, x_in.data<float>(), input_.raw_data(),
-                       gpu.raw_stream());
+    ops::to_16bit_cuda(x_in.numel(), compute_dtype_, x_in.data<float>(), input_.raw_data(), gpu.raw_stream());
     caller_input_ = x_in;
 #endif
   }
@@ -162,11 +161,11 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
   LS_CHECK(!acts_.empty(), "backward() before forward()");
   LS_CHECK(!caller_grad || caller_grad->shape() == input_.shape(), "input gradient {} does not match the input {}",
            caller_grad->shape().str(), input_.shape().str());
-  // With an input cast, layer 0 writes a bf16 gradient, widened at the end.
+  // With an input cast, layer 0 writes a 16-bit gradient, widened at the end.
   Tensor cast_grad;
   Tensor* input_grad = caller_grad;
   if (caller_grad && caller_input_.defined()) {
-    ensure_scratch(cast_grad_buf_, capacity_shape_.numel(), DType::BF16, input_.device(), ctx.gpu, "Sequential");
+    ensure_scratch(cast_grad_buf_, capacity_shape_.numel(), input_.dtype(), input_.device(), ctx.gpu, "Sequential");
     cast_grad = cast_grad_buf_.slice(0, input_.shape());
     input_grad = &cast_grad;
   }
@@ -202,7 +201,7 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
   }
 #ifdef LOCKSTEP_HAVE_CUDA
   if (input_grad != caller_grad)
-    ops::from_16bit_cuda(cast_grad.numel(), DType::BF16, cast_grad.raw_data(), caller_grad->data<float>(),
+    ops::from_16bit_cuda(cast_grad.numel(), cast_grad.dtype(), cast_grad.raw_data(), caller_grad->data<float>(),
                          gpu_context(ctx.gpu, "Sequential").raw_stream());
 #endif
 }

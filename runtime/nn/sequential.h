@@ -13,9 +13,10 @@
 // with parameters, the moment that layer's parameter gradients are final.
 //
 // Activations and their gradients have the input's element type: fp32, or
-// bf16 for mixed precision on a GPU. set_compute_dtype(BF16) makes a
-// Sequential round an fp32 GPU input to bf16 once before its first layer (the
-// model's entry point; nested Sequentials then see bf16 and follow it).
+// bf16 / fp16 for mixed precision on a GPU. set_compute_dtype(BF16 or F16)
+// makes a Sequential round an fp32 GPU input to that type once before its
+// first layer (the model's entry point; nested Sequentials then see the 16-bit
+// type and follow it).
 #pragma once
 
 #include <chrono>
@@ -73,10 +74,10 @@ class Sequential {
     fusion_ = on;
     capacity_shape_ = Shape();
   }
-  // BF16: an fp32 input on a GPU is rounded to bf16 before the first layer, so
-  // every activation, gradient and layer computation downstream is bf16 (mixed
-  // precision; parameters stay fp32). F32 (default): the input's type is used
-  // as it is. Host inputs are never converted (the CPU ops are fp32 only).
+  // BF16 / F16: an fp32 input on a GPU is rounded to that type before the first
+  // layer, so every activation, gradient and layer computation downstream is in
+  // it (mixed precision; parameters stay fp32). F32 (default): the input's type
+  // is used as it is. Host inputs are never converted (the CPU ops are fp32 only).
   void set_compute_dtype(DType dtype);
   DType compute_dtype() const { return compute_dtype_; }
   // Effective aliasing per layer after planning (for tests and logs).
@@ -98,7 +99,7 @@ class Sequential {
   DType compute_dtype_ = DType::F32;   // see set_compute_dtype
   Tensor input_;                     // the current forward's input (not owned; after the cast, ours)
   Tensor caller_input_;              // with a cast: the caller's fp32 input
-  Tensor cast_buf_, cast_grad_buf_;  // with a cast: the bf16 input and its gradient, capacity elements
+  Tensor cast_buf_, cast_grad_buf_;  // with a cast: the 16-bit input and its gradient, capacity elements
   GradReadyHook hook_;
   LayerObserver observer_;
   bool fusion_ = true;

@@ -1,13 +1,12 @@
 // Batch normalisation kernels on the GPU: per-channel reductions (two passes,
 // deterministic), the elementwise apply passes, and the per-channel statistics
 // and coefficient math of nn/batchnorm.cpp. The reductions and apply passes
-// are templated on the activations' storage type T (float or __nv_bfloat16,
-// through cuda::load/store): loads widen exactly, the arithmetic is the fp32
-// path's expression by expression, bf16 stores round once. With T = float the
-// code is what it was, so the fp32 results are unchanged.
+// are templated on the activations' storage type T (float, __nv_bfloat16 or
+// __half, through cuda::load/store): loads widen exactly, the arithmetic is the
+// fp32 path's expression by expression, 16-bit stores round once. The *_16
+// entry points pick T from their DType at run time (cuda::dispatch_16bit). With
+// T = float the code is what it was, so the fp32 results are unchanged.
 #include "ops/batchnorm_cuda.h"
-
-#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <climits>
@@ -25,7 +24,6 @@ using cuda::kThreads;
 using cuda::blocks_for;
 using cuda::load;
 using cuda::store;
-using bf16 = __nv_bfloat16;
 
 constexpr int kUnroll = 4;     // values in flight per thread in the reductions
 
@@ -46,8 +44,8 @@ int64_t reduce_splits(int64_t channels, int64_t m) {
 }
 
 // The ops: called with the element's offset in the NCHW array and its channel.
-// T is the storage type of x, y, dy (float or bf16); values are widened to
-// fp32 exactly on load, so both types run the same fp32/fp64 arithmetic.
+// T is the storage type of x, y, dy (float, bf16 or half); values are widened
+// to fp32 exactly on load, so every type runs the same fp32/fp64 arithmetic.
 template <typename T>
 struct SumOp {
   static constexpr int kOut = 1;
@@ -336,38 +334,54 @@ void batchnorm_backward_apply_cuda(const BatchNormShape& s, const float* x, cons
   launch_backward_apply<float>(s, x, dy, a, b, d, dx, stream);
 }
 
-void batchnorm_sum_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, double* sum) {
-  check_shape(s, "batchnorm_sum_bf16");
-  channel_reduce(ctx, s, SumOp<bf16>{static_cast<const bf16*>(x)}, sum, nullptr);
+void batchnorm_sum_16_cuda(DType dt, cuda::Context& ctx, const BatchNormShape& s, const void* x, double* sum) {
+  check_shape(s, "batchnorm_sum_16");
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    channel_reduce(ctx, s, SumOp<T>{static_cast<const T*>(x)}, sum, nullptr);
+  });
 }
 
-void batchnorm_centered_sumsq_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, const float* mean,
-                                        double* m2) {
-  check_shape(s, "batchnorm_centered_sumsq_bf16");
-  channel_reduce(ctx, s, CenteredSumsqOp<bf16>{static_cast<const bf16*>(x), mean}, m2, nullptr);
+void batchnorm_centered_sumsq_16_cuda(DType dt, cuda::Context& ctx, const BatchNormShape& s, const void* x,
+                                      const float* mean, double* m2) {
+  check_shape(s, "batchnorm_centered_sumsq_16");
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    channel_reduce(ctx, s, CenteredSumsqOp<T>{static_cast<const T*>(x), mean}, m2, nullptr);
+  });
 }
 
-void batchnorm_backward_reduce_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, const void* y,
-                                         void* dy, bool relu, const float* mean, double* sum_dy,
-                                         double* sum_dy_xmu) {
-  check_shape(s, "batchnorm_backward_reduce_bf16");
-  channel_reduce(ctx, s,
-                 BackwardReduceOp<bf16>{static_cast<const bf16*>(x), static_cast<const bf16*>(y),
-                                        static_cast<bf16*>(dy), mean, relu},
-                 sum_dy, sum_dy_xmu);
+void batchnorm_backward_reduce_16_cuda(DType dt, cuda::Context& ctx, const BatchNormShape& s, const void* x,
+                                       const void* y, void* dy, bool relu, const float* mean, double* sum_dy,
+                                       double* sum_dy_xmu) {
+  check_shape(s, "batchnorm_backward_reduce_16");
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    channel_reduce(ctx, s,
+                   BackwardReduceOp<T>{static_cast<const T*>(x), static_cast<const T*>(y), static_cast<T*>(dy), mean,
+                                       relu},
+                   sum_dy, sum_dy_xmu);
+  });
 }
 
-void batchnorm_apply_bf16_cuda(const BatchNormShape& s, const void* x, const float* scale, const float* shift,
-                               void* y, bool relu, cudaStream_t stream) {
-  check_shape(s, "batchnorm_apply_bf16");
-  launch_apply<bf16>(s, static_cast<const bf16*>(x), scale, shift, static_cast<bf16*>(y), relu, stream);
+void batchnorm_apply_16_cuda(DType dt, const BatchNormShape& s, const void* x, const float* scale,
+                             const float* shift, void* y, bool relu, cudaStream_t stream) {
+  check_shape(s, "batchnorm_apply_16");
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_apply<T>(s, static_cast<const T*>(x), scale, shift, static_cast<T*>(y), relu, stream);
+  });
 }
 
-void batchnorm_backward_apply_bf16_cuda(const BatchNormShape& s, const void* x, const void* dy, const float* a,
-                                        const float* b, const float* d, void* dx, cudaStream_t stream) {
-  check_shape(s, "batchnorm_backward_apply_bf16");
-  launch_backward_apply<bf16>(s, static_cast<const bf16*>(x), static_cast<const bf16*>(dy), a, b, d,
-                              static_cast<bf16*>(dx), stream);
+void batchnorm_backward_apply_16_cuda(DType dt, const BatchNormShape& s, const void* x, const void* dy,
+                                      const float* a, const float* b, const float* d, void* dx,
+                                      cudaStream_t stream) {
+  check_shape(s, "batchnorm_backward_apply_16");
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_backward_apply<T>(s, static_cast<const T*>(x), static_cast<const T*>(dy), a, b, d, static_cast<T*>(dx),
+                             stream);
+  });
 }
 
 void batchnorm_count_cuda(const BatchNormShape& s, double* count, cudaStream_t stream) {

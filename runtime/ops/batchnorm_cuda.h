@@ -35,16 +35,19 @@
 // rounded intrinsics: no fused multiply-adds), so from equal inputs they give
 // the CPU's values.
 //
-// bf16 variants (mixed precision): the five functions that touch activations
-// have *_bf16_cuda twins in which x, y, dy, dx are __nv_bfloat16 arrays
-// (passed as void*); every per-channel array (sums, mean, scale, shift, a, b,
-// d, and the statistics/parameters of the math functions, which have no bf16
-// variant) stays fp32/fp64 exactly as above. They run the same kernels as the
-// fp32 functions: each bf16 value widened exactly to fp32, then the fp32
-// path's arithmetic (fp64 accumulation in the reductions), the outputs y, dx
-// (and the masked dy, whose zeros are exact) rounded to bf16 once. So their
-// sums equal the fp32 functions' on the widened values, and y, dx are the fp32
-// functions' results rounded to nearest even.
+// 16-bit variants (mixed precision): the five functions that touch activations
+// have *_16_cuda twins taking the activations' type first, dt = DType::BF16
+// (__nv_bfloat16) or DType::F16 (IEEE __half; any other dtype throws), in
+// which x, y, dy, dx are dt arrays (passed as void*); every per-channel array
+// (sums, mean, scale, shift, a, b, d, and the statistics/parameters of the
+// math functions, which have no 16-bit variant) stays fp32/fp64 exactly as
+// above. They run the same kernels as the fp32 functions: each 16-bit value
+// widened exactly to fp32, then the fp32 path's arithmetic (fp64 accumulation
+// in the reductions), the outputs y, dx (and the masked dy, whose zeros are
+// exact) rounded to dt once (nearest even). So their sums equal the fp32
+// functions' on the widened values, and y, dx are the fp32 functions' results
+// rounded to dt: for fp16 that includes its range, values beyond 65504 become
+// +-inf and those below 2^-14 in magnitude lose precision as subnormals.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -53,6 +56,7 @@
 
 #include "cuda/context.h"
 #include "ops/batchnorm.h"
+#include "tensor/dtype.h"
 
 namespace lockstep::ops {
 
@@ -73,19 +77,21 @@ void batchnorm_apply_cuda(const BatchNormShape& s, const float* x, const float* 
 void batchnorm_backward_apply_cuda(const BatchNormShape& s, const float* x, const float* dy, const float* a,
                                    const float* b, const float* d, float* dx, cudaStream_t stream);
 
-// ---- bf16 activations (x, y, dy, dx bf16; everything else as above) ----
-void batchnorm_sum_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, double* sum);
-void batchnorm_centered_sumsq_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, const float* mean,
-                                        double* m2);
-// dy (bf16) masked in place with relu, as batchnorm_backward_reduce_cuda.
-void batchnorm_backward_reduce_bf16_cuda(cuda::Context& ctx, const BatchNormShape& s, const void* x, const void* y,
-                                         void* dy, bool relu, const float* mean, double* sum_dy, double* sum_dy_xmu);
-// y may equal x.
-void batchnorm_apply_bf16_cuda(const BatchNormShape& s, const void* x, const float* scale, const float* shift,
-                               void* y, bool relu, cudaStream_t stream);
-// dx may equal dy.
-void batchnorm_backward_apply_bf16_cuda(const BatchNormShape& s, const void* x, const void* dy, const float* a,
-                                        const float* b, const float* d, void* dx, cudaStream_t stream);
+// ---- 16-bit activations (x, y, dy, dx of type dt, BF16 or F16; everything else as above) ----
+void batchnorm_sum_16_cuda(DType dt, cuda::Context& ctx, const BatchNormShape& s, const void* x, double* sum);
+void batchnorm_centered_sumsq_16_cuda(DType dt, cuda::Context& ctx, const BatchNormShape& s, const void* x,
+                                      const float* mean, double* m2);
+// dy (dt) masked in place with relu, as batchnorm_backward_reduce_cuda.
+void batchnorm_backward_reduce_16_cuda(DType dt, cuda::Context& ctx, const BatchNormShape& s, const void* x,
+                                       const void* y, void* dy, bool relu, const float* mean, double* sum_dy,
+                                       double* sum_dy_xmu);
+// y (dt) rounded once from the fp32 result. y may equal x.
+void batchnorm_apply_16_cuda(DType dt, const BatchNormShape& s, const void* x, const float* scale,
+                             const float* shift, void* y, bool relu, cudaStream_t stream);
+// dx (dt) rounded once from the fp32 result. dx may equal dy.
+void batchnorm_backward_apply_16_cuda(DType dt, const BatchNormShape& s, const void* x, const void* dy,
+                                      const float* a, const float* b, const float* d, void* dx,
+                                      cudaStream_t stream);
 
 // ---- nn/batchnorm.cpp's host math, per channel on the device ----
 // *count = N * H * W (the values each channel's statistics cover on this rank).

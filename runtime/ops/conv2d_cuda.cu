@@ -1,10 +1,9 @@
 // Conv2d through cuDNN's convolution API: descriptors per layer shape and batch
-// size, heuristic algorithm choice (deterministic; fp32 FMA math, or bf16 on
-// tensor cores), and own kernels for the bias + ReLU epilogue, the ReLU mask,
-// the bias gradient and (bf16) the widening of dw into fp32.
+// size, heuristic algorithm choice (deterministic; fp32 FMA math, or bf16/fp16
+// on tensor cores), and own kernels for the bias + ReLU epilogue, the ReLU
+// mask, the bias gradient and (16-bit) the widening of dw into fp32.
 #include "ops/conv2d_cuda.h"
 
-#include <cuda_bf16.h>
 #include <cudnn.h>
 
 #include <algorithm>
@@ -25,7 +24,6 @@ using cuda::kThreads;
 using cuda::blocks_for;
 using cuda::load;
 using cuda::store;
-using bf16 = __nv_bfloat16;
 
 constexpr int kUnroll = 4;
 
@@ -40,7 +38,7 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 // ---- kernels ----
 
-// Kernels are templated on the storage type T (float or bf16): loads widen,
+// Kernels are templated on the storage type T (float, bf16 or fp16): loads widen,
 // arithmetic is fp32 (fp64 for sums), stores round once.
 
 // y[n, c, p] = relu?(y + b[c]) (b nullable). Grid [N * OC planes, chunks of P].
@@ -55,10 +53,11 @@ __global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool rel
 }
 
 // dw[i] = (accumulate ? dw[i] : 0) + dw16[i], widened exactly.   dw16, dw [n]
-__global__ void widen_grad_kernel(int64_t n, const bf16* dw16, float* dw, bool accumulate) {
+template <typename T>
+__global__ void widen_grad_kernel(int64_t n, const T* dw16, float* dw, bool accumulate) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float g = __bfloat162float(dw16[i]);
+    const float g = load(dw16, i);
     dw[i] = accumulate ? dw[i] + g : g;
   }
 }
@@ -129,8 +128,8 @@ bool tensor_op_math(cudnnMathType_t m) {
 
 // The first usable entry of a heuristic's list (see the header): first pass
 // deterministic only, second pass any; tensor-op entries only when
-// `tensor_ops` (bf16). `workspace_size(algo, math, &bytes)` is the matching
-// cudnnGet*WorkspaceSize call (bf16: made with the entry's math type on the
+// `tensor_ops` (16-bit). `workspace_size(algo, math, &bytes)` is the matching
+// cudnnGet*WorkspaceSize call (16-bit: made with the entry's math type on the
 // descriptor, as cuDNN returns algorithm and math type as a pair); its
 // success also confirms that the algorithm supports this configuration.
 template <typename Perf, typename WorkspaceSize>
@@ -150,7 +149,17 @@ bool pick(const std::vector<Perf>& perf, int returned, size_t limit, bool tensor
   return false;
 }
 
-cudnnDataType_t cudnn_type(ConvData d) { return d == ConvData::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT; }
+cudnnDataType_t cudnn_type(ConvData d) {
+  switch (d) {
+    case ConvData::BF16: return CUDNN_DATA_BFLOAT16;
+    case ConvData::F16: return CUDNN_DATA_HALF;
+    case ConvData::F32: break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+bool is_16bit(ConvData d) { return d != ConvData::F32; }
+DType dtype_16(ConvData d) { return d == ConvData::BF16 ? DType::BF16 : DType::F16; }
+const char* data_name(ConvData d) { return d == ConvData::BF16 ? "bf16" : d == ConvData::F16 ? "fp16" : "fp32"; }
 
 struct ReducePlan {
   int64_t m, splits;
@@ -224,7 +233,7 @@ struct Conv2dCuda::Impl {
   cudnnConvolutionFwdAlgo_t fwd_algo{};
   cudnnConvolutionBwdDataAlgo_t data_algo{};
   cudnnConvolutionBwdFilterAlgo_t filter_algo{};
-  // bf16: the math type each chosen algorithm came with, set on the descriptor
+  // 16-bit: the math type each chosen algorithm came with, set on the descriptor
   // before each call (fp32 keeps CUDNN_FMA_MATH throughout).
   cudnnMathType_t fwd_math = CUDNN_TENSOR_OP_MATH, data_math = CUDNN_TENSOR_OP_MATH,
                   filter_math = CUDNN_TENSOR_OP_MATH;
@@ -245,7 +254,7 @@ struct Conv2dCuda::Impl {
     prepare(ctx.cudnn(), batch);
     const float one = 1.f, zero = 0.f;  // alpha and beta are fp32 for every non-double configuration
     void* ws = ctx.workspace(algos.forward_bytes);
-    if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
+    if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
     LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, x, xp, w, wp, conv, fwd_algo, ws, algos.forward_bytes,
                                            &zero, y, yp));
     bias_relu(ctx, oc, g.oh * g.ow, batch, b, relu, yp, describe(batch));
@@ -281,9 +290,9 @@ struct Conv2dCuda::Impl {
                                                             &returned, perf.data()));
       cudnnConvolutionFwdAlgoPerf_t p{};
       const bool ok = pick(
-          perf, returned, limit, data == ConvData::BF16,
+          perf, returned, limit, is_16bit(data),
           [&](cudnnConvolutionFwdAlgo_t a, cudnnMathType_t math, size_t* bytes) {
-            if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+            if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, bytes);
           },
           p, chosen.forward_bytes);
@@ -301,9 +310,9 @@ struct Conv2dCuda::Impl {
                                                                  &returned, perf.data()));
       cudnnConvolutionBwdDataAlgoPerf_t p{};
       const bool ok = pick(
-          perf, returned, limit, data == ConvData::BF16,
+          perf, returned, limit, is_16bit(data),
           [&](cudnnConvolutionBwdDataAlgo_t a, cudnnMathType_t math, size_t* bytes) {
-            if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+            if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, a, bytes);
           },
           p, chosen.backward_data_bytes);
@@ -321,9 +330,9 @@ struct Conv2dCuda::Impl {
           handle, x, y, conv, w, static_cast<int>(perf.size()), &returned, perf.data()));
       cudnnConvolutionBwdFilterAlgoPerf_t p{};
       const bool ok = pick(
-          perf, returned, limit, data == ConvData::BF16,
+          perf, returned, limit, is_16bit(data),
           [&](cudnnConvolutionBwdFilterAlgo_t a, cudnnMathType_t math, size_t* bytes) {
-            if (data == ConvData::BF16) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+            if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, a, bytes);
           },
           p, chosen.backward_filter_bytes);
@@ -365,9 +374,9 @@ Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, size_t 
   LS_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(m.conv, static_cast<int>(g.pad), static_cast<int>(g.pad),
                                                  static_cast<int>(g.stride), static_cast<int>(g.stride), 1, 1,
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  // fp32: FMA math, no TF32 (see the header); bf16: tensor cores, fp32 accumulation
+  // fp32: FMA math, no TF32 (see the header); 16-bit: tensor cores, fp32 accumulation
   // (the convolution's compute type above).
-  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, data == ConvData::BF16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, is_16bit(data) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 }
 
 ConvData Conv2dCuda::data() const { return impl_->data; }
@@ -384,20 +393,24 @@ Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
 
 void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* b, float* y,
                          bool relu) {
-  LS_REQUIRE(impl_->data == ConvData::F32, impl_->describe(n) + ": fp32 forward on a bf16 convolution");
+  LS_REQUIRE(impl_->data == ConvData::F32,
+             impl_->describe(n) + ": fp32 forward on a " + data_name(impl_->data) + " convolution");
   impl_->forward(ctx, n, x, w, b, y, relu);
 }
 
-void Conv2dCuda::forward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y,
-                              bool relu) {
-  LS_REQUIRE(impl_->data == ConvData::BF16, impl_->describe(n) + ": bf16 forward on an fp32 convolution");
-  impl_->forward(ctx, n, x, w, b, static_cast<bf16*>(y), relu);
+void Conv2dCuda::forward_16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y,
+                            bool relu) {
+  LS_REQUIRE(is_16bit(impl_->data), impl_->describe(n) + ": 16-bit forward on an fp32 convolution");
+  cuda::dispatch_16bit(dtype_16(impl_->data), [&](auto tag) {
+    using T = decltype(tag);
+    impl_->forward(ctx, n, x, w, b, static_cast<T*>(y), relu);
+  });
 }
 
 void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy,
                           float* dx, float* dw, float* db, bool accumulate, bool relu) {
   Impl& m = *impl_;
-  LS_REQUIRE(m.data == ConvData::F32, m.describe(n) + ": fp32 backward on a bf16 convolution");
+  LS_REQUIRE(m.data == ConvData::F32, m.describe(n) + ": fp32 backward on a " + data_name(m.data) + " convolution");
   LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
   if (n == 0) {
     zero_param_grads(ctx, m.oc * m.g.k(), m.oc, dw, db, accumulate);
@@ -415,10 +428,10 @@ void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const f
                                                 &zero, m.x, dx));
 }
 
-void Conv2dCuda::backward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const void* y, void* dy,
-                               void* dx, float* dw, float* db, bool accumulate, bool relu) {
+void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const void* y, void* dy,
+                             void* dx, float* dw, float* db, bool accumulate, bool relu) {
   Impl& m = *impl_;
-  LS_REQUIRE(m.data == ConvData::BF16, m.describe(n) + ": bf16 backward on an fp32 convolution");
+  LS_REQUIRE(is_16bit(m.data), m.describe(n) + ": 16-bit backward on an fp32 convolution");
   LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
   const int64_t weights = m.oc * m.g.k();
   if (n == 0) {
@@ -426,25 +439,28 @@ void Conv2dCuda::backward_bf16(cuda::Context& ctx, int64_t n, const void* x, con
     return;
   }
   m.prepare(ctx.cudnn(), n);
-  mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, static_cast<const bf16*>(y), static_cast<bf16*>(dy), db,
-                     accumulate, relu);
-  // One workspace block: the bf16 dw first, then cuDNN's scratch.
-  const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * sizeof(bf16));
-  const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
-  char* block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
-  auto* dw16 = reinterpret_cast<bf16*>(block);
-  void* ws = block + dw16_bytes;
-  const float one = 1.f, zero = 0.f;
-  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
-  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
-                                                &zero, m.w, dw16));
-  widen_grad_kernel<<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(weights, dw16, dw, accumulate);
-  LS_CUDA_CHECK_LAUNCH();
-  if (dx) {
-    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.data_math));
-    LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
-                                                &zero, m.x, dx));
-  }
+  cuda::dispatch_16bit(dtype_16(m.data), [&](auto tag) {
+    using T = decltype(tag);
+    mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, static_cast<const T*>(y), static_cast<T*>(dy), db, accumulate,
+                       relu);
+    // One workspace block: the 16-bit dw first, then cuDNN's scratch.
+    const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * sizeof(T));
+    const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
+    char* block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
+    auto* dw16 = reinterpret_cast<T*>(block);
+    void* ws = block + dw16_bytes;
+    const float one = 1.f, zero = 0.f;
+    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
+                                                  bytes, &zero, m.w, dw16));
+    widen_grad_kernel<T><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(weights, dw16, dw, accumulate);
+    LS_CUDA_CHECK_LAUNCH();
+    if (dx) {
+      LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.data_math));
+      LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
+                                                  &zero, m.x, dx));
+    }
+  });
 }
 
 }  // namespace lockstep::ops

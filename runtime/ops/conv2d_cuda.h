@@ -28,16 +28,18 @@
 // ReLU, ReLU mask and bias gradient are own kernels (the bias gradient sums in
 // double in a fixed order: the same bits on every run).
 //
-// bf16 (mixed precision; an object made with ConvData::BF16): x, w, y, dy, dx
-// are bf16 arrays (void*), the bias b and the parameter gradients dw, db stay
-// fp32. cuDNN's bf16 configuration: bf16 tensors, fp32 accumulation
-// (convolution compute type FLOAT) on tensor cores (CUDNN_TENSOR_OP_MATH;
-// tensor-op algorithms allowed). The forward rounds cuDNN's output to bf16,
-// then the bias + ReLU epilogue adds in fp32 and rounds once more (as PyTorch's
-// bf16 convolution followed by its bias add). dw: cuDNN writes it in bf16 (it
-// must match x's type) into scratch, and a kernel widens it into the fp32 dw
-// (added with `accumulate`) -- the gradient of an fp32 master weight used in
-// bf16, as under PyTorch autocast. db sums the bf16 dy in double, as in fp32.
+// 16-bit (mixed precision; an object made with ConvData::BF16 or F16): x, w,
+// y, dy, dx are bf16 or IEEE half arrays (void*), the bias b and the parameter
+// gradients dw, db stay fp32. cuDNN's pseudo-16-bit configurations: 16-bit
+// tensors, fp32 accumulation (convolution compute type FLOAT) on tensor cores
+// (CUDNN_TENSOR_OP_MATH; tensor-op algorithms allowed). The forward rounds
+// cuDNN's output to the 16-bit type, then the bias + ReLU epilogue adds in fp32
+// and rounds once more (as PyTorch's 16-bit convolution followed by its bias
+// add). dw: cuDNN writes it in the 16-bit type (it must match x's type) into
+// scratch, and a kernel widens it into the fp32 dw (added with `accumulate`) --
+// the gradient of an fp32 master weight used in 16 bits, as under PyTorch
+// autocast (with fp16 and a loss scale, an overflow there is an inf in dw,
+// which the loss scaler sees). db sums the 16-bit dy in double, as in fp32.
 //
 // Calls are asynchronous on ctx's stream (its cuDNN handle is bound to it);
 // scratch comes from ctx.workspace(). All pointers are device memory.
@@ -53,7 +55,7 @@
 namespace lockstep::ops {
 
 // The element type of a convolution's tensors (not of its fp32 bias and gradients).
-enum class ConvData { F32, BF16 };
+enum class ConvData { F32, BF16, F16 };
 
 class Conv2dCuda {
  public:
@@ -77,10 +79,11 @@ class Conv2dCuda {
   void backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy, float* dx,
                 float* dw, float* db, bool accumulate, bool relu);
 
-  // ConvData::BF16 objects: the same with x, w, y, dy, dx bf16; b, dw, db fp32.
-  void forward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y, bool relu);
-  void backward_bf16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const void* y, void* dy, void* dx,
-                     float* dw, float* db, bool accumulate, bool relu);
+  // ConvData::BF16 / F16 objects: the same with x, w, y, dy, dx of that 16-bit
+  // type; b, dw, db fp32.
+  void forward_16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y, bool relu);
+  void backward_16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const void* y, void* dy, void* dx,
+                   float* dw, float* db, bool accumulate, bool relu);
   ConvData data() const;
 
   // The algorithms chosen for batch size n > 0 (chosen now if they were not

@@ -3,8 +3,10 @@
 // indices. Every output element is computed with exactly the CPU op's fp32
 // expression (no multiply-add pairs nvcc could contract), so fp32 outputs match
 // the CPU bitwise. ReLU, the residual adds and dropout are templated on the
-// storage type (float or bf16, cuda/float16.cuh): the bf16 instances widen their
-// inputs, evaluate the same fp32 expression and round the result once.
+// storage type (float, __nv_bfloat16 or __half, cuda/float16.cuh): the 16-bit
+// instances widen their inputs exactly, evaluate the same fp32 expression and
+// round the result to the storage type once (nearest even); the *_16_cuda
+// wrappers pick the instance from their DType (cuda::dispatch_16bit).
 #include "ops/elementwise_cuda.h"
 
 #include <cuda_bf16.h>
@@ -27,12 +29,12 @@ using cuda::first_index;
 using cuda::grid_stride;
 using cuda::load;
 using cuda::store;
-using bf16 = __nv_bfloat16;
 
-// Kernels templated on the storage type T (float or __nv_bfloat16): each
-// element is loaded (widened exactly to fp32), put through the CPU op's fp32
-// expression, and stored (rounded to bf16 once). With T = float, load and store
-// are plain reads and writes: the fp32 kernels are the expressions they were.
+// Kernels templated on the storage type T (float, __nv_bfloat16 or __half):
+// each element is loaded (widened exactly to fp32), put through the CPU op's
+// fp32 expression, and stored (rounded to T once, nearest even). With T =
+// float, load and store are plain reads and writes: the fp32 kernels are the
+// expressions they were.
 template <typename T>
 __global__ void relu_forward_kernel(int64_t n, const T* x, T* y) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -167,9 +169,6 @@ void launch_dropout_backward(int64_t n, float p, const uint8_t* mask, const T* d
   LS_CUDA_CHECK_LAUNCH();
 }
 
-const bf16* as_bf16(const void* p) { return static_cast<const bf16*>(p); }
-bf16* as_bf16(void* p) { return static_cast<bf16*>(p); }
-
 }  // namespace
 
 void relu_forward_cuda(int64_t n, const float* x, float* y, cudaStream_t stream) {
@@ -203,30 +202,51 @@ void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float*
   launch_dropout_backward(n, p, mask, dy, dx, stream);
 }
 
-void relu_forward_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream) {
-  launch_relu_forward(n, as_bf16(x), as_bf16(y), stream);
+// The 16-bit wrappers: dispatch_16bit checks dt (throws unless BF16 or F16)
+// and runs the lambda with T = __nv_bfloat16 or __half; the launch helpers
+// return early when there is nothing to do and check the launch.
+void relu_forward_16_cuda(DType dt, int64_t n, const void* x, void* y, cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_relu_forward(n, static_cast<const T*>(x), static_cast<T*>(y), stream);
+  });
 }
 
-void relu_backward_bf16_cuda(int64_t n, const void* y, const void* dy, void* dx, cudaStream_t stream) {
-  launch_relu_backward(n, as_bf16(y), as_bf16(dy), as_bf16(dx), stream);
+void relu_backward_16_cuda(DType dt, int64_t n, const void* y, const void* dy, void* dx, cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_relu_backward(n, static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), stream);
+  });
 }
 
-void add_relu_bf16_cuda(int64_t n, const void* a, const void* b, void* y, cudaStream_t stream) {
-  launch_add_relu(n, as_bf16(a), as_bf16(b), as_bf16(y), stream);
+void add_relu_16_cuda(DType dt, int64_t n, const void* a, const void* b, void* y, cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_add_relu(n, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), stream);
+  });
 }
 
-void add_inplace_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream) {
-  launch_add_inplace(n, as_bf16(x), as_bf16(y), stream);
+void add_inplace_16_cuda(DType dt, int64_t n, const void* x, void* y, cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_add_inplace(n, static_cast<const T*>(x), static_cast<T*>(y), stream);
+  });
 }
 
-void dropout_forward_bf16_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const void* x,
-                               void* y, uint8_t* mask, cudaStream_t stream) {
-  launch_dropout_forward(rows, row_len, row0, key, p, as_bf16(x), as_bf16(y), mask, stream);
+void dropout_forward_16_cuda(DType dt, int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p,
+                             const void* x, void* y, uint8_t* mask, cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_dropout_forward(rows, row_len, row0, key, p, static_cast<const T*>(x), static_cast<T*>(y), mask, stream);
+  });
 }
 
-void dropout_backward_bf16_cuda(int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
-                                cudaStream_t stream) {
-  launch_dropout_backward(n, p, mask, as_bf16(dy), as_bf16(dx), stream);
+void dropout_backward_16_cuda(DType dt, int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
+                              cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_dropout_backward(n, p, mask, static_cast<const T*>(dy), static_cast<T*>(dx), stream);
+  });
 }
 
 }  // namespace lockstep::ops

@@ -7,12 +7,14 @@
 // is one IEEE operation on the same inputs as the CPU op, so results are
 // bitwise the CPU ones; dropout masks are bitwise the CPU masks (ops/dropout_hash.h).
 //
-// bf16 variants (mixed precision; *_bf16_cuda): the float arrays become
-// __nv_bfloat16 arrays passed as void* (masks stay uint8). Each element's
-// inputs are widened to fp32 (exact), the fp32 variant's expression is
-// evaluated, and the result is rounded to bf16 once (nearest even): bitwise the
-// CPU op on the bf16 values, rounded to bf16. Dropout masks are the fp32 ones,
-// bit for bit (the hash never sees the data).
+// 16-bit variants (mixed precision; *_16_cuda, first argument dt = DType::BF16
+// or DType::F16, anything else throws): the float arrays become arrays of that
+// storage type (__nv_bfloat16 or IEEE __half) passed as void* (masks stay
+// uint8). Each element's inputs are widened to fp32 (exact), the fp32
+// variant's expression is evaluated, and the result is rounded to the storage
+// type once (nearest even, fp16 subnormals included): bitwise the CPU op on the
+// widened 16-bit values, rounded once to dt. Dropout masks are the fp32 ones,
+// bit for bit, for either type (the hash never sees the data).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -42,16 +44,17 @@ void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t 
 // dx = dy * mask / (1 - p).                   mask, dy, dx [n]
 void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream);
 
-// bf16 twins of the functions above, same shapes; x, y, dy, dx, a, b bf16 [n]
-// (dropout forward: [rows, row_len]).
-void relu_forward_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream);
-void relu_backward_bf16_cuda(int64_t n, const void* y, const void* dy, void* dx, cudaStream_t stream);
-void add_relu_bf16_cuda(int64_t n, const void* a, const void* b, void* y, cudaStream_t stream);
-void add_inplace_bf16_cuda(int64_t n, const void* x, void* y, cudaStream_t stream);
-void dropout_forward_bf16_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const void* x,
-                               void* y, uint8_t* mask, cudaStream_t stream);
-void dropout_backward_bf16_cuda(int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
-                                cudaStream_t stream);
+// 16-bit twins of the functions above, same shapes; x, y, dy, dx, a, b [n] of
+// type dt (DType::BF16 or F16; dropout forward: [rows, row_len]), masks uint8.
+// dt is checked (throws unless BF16 or F16) even when there is nothing to do.
+void relu_forward_16_cuda(DType dt, int64_t n, const void* x, void* y, cudaStream_t stream);
+void relu_backward_16_cuda(DType dt, int64_t n, const void* y, const void* dy, void* dx, cudaStream_t stream);
+void add_relu_16_cuda(DType dt, int64_t n, const void* a, const void* b, void* y, cudaStream_t stream);
+void add_inplace_16_cuda(DType dt, int64_t n, const void* x, void* y, cudaStream_t stream);
+void dropout_forward_16_cuda(DType dt, int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p,
+                             const void* x, void* y, uint8_t* mask, cudaStream_t stream);
+void dropout_backward_16_cuda(DType dt, int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
+                              cudaStream_t stream);
 
 // dst = src rounded to nearest even into dt (DType::F16 or BF16).  src [n] fp32, dst [n] dt
 void to_16bit_cuda(int64_t n, DType dt, const float* src, void* dst, cudaStream_t stream);

@@ -1,4 +1,4 @@
-// Linear layer on the GPU: cuBLAS GEMMs (fp32 and bf16-in/fp32-accumulate) and
+// Linear layer on the GPU: cuBLAS GEMMs (fp32, and bf16/fp16 in with fp32 accumulation) and
 // three small kernels (bias + ReLU epilogue, ReLU mask, bias gradient).
 //
 // Row-major data through column-major cuBLAS. A row-major matrix M [r, c] with
@@ -21,7 +21,6 @@
 #include "ops/linear_cuda.h"
 
 #include <cublas_v2.h>
-#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -113,6 +112,13 @@ void launch_column_sums(int64_t rows, int64_t cols, const T* dy, float* db, bool
   LS_CUDA_CHECK_LAUNCH();
 }
 
+// cuBLAS's name for a 16-bit storage type (throws for any other).
+cudaDataType cuda_type_16(DType dt) {
+  LS_REQUIRE(dt == DType::BF16 || dt == DType::F16,
+             std::string("linear (cuda): 16-bit GEMM given ") + std::string(dtype_name(dt)) + " data");
+  return dt == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
 // B == 0: no samples; the gradients are zero (or unchanged when accumulating).
 void zero_grads_if_overwriting(int64_t in, int64_t out, float* dw, float* db, bool accumulate, cudaStream_t stream) {
   if (accumulate) return;
@@ -162,52 +168,65 @@ void linear_backward_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out
   }
 }
 
-void linear_forward_bf16_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x, const void* w,
-                              const float* b, void* y, bool relu) {
+void linear_forward_16_cuda(DType dt, cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x,
+                            const void* w, const float* b, void* y, bool relu) {
   check_sizes(B, in, out);
+  const cudaDataType t16 = cuda_type_16(dt);
   if (B == 0) return;
   const float one = 1.f, zero = 0.f;
   const bool epilogue = b || relu;
   // With an epilogue, the GEMM writes fp32 scratch and the epilogue rounds to
-  // bf16 once; without one, the GEMM writes bf16 y directly.
+  // the 16-bit type once; without one, the GEMM writes the 16-bit y directly.
   void* c = epilogue ? ctx.workspace(static_cast<size_t>(B * out) * sizeof(float)) : y;
-  const cudaDataType ctype = epilogue ? CUDA_R_32F : CUDA_R_16BF;
+  const cudaDataType ctype = epilogue ? CUDA_R_32F : t16;
   LS_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(B),
-                               static_cast<int>(in), &one, w, CUDA_R_16BF, static_cast<int>(in), x, CUDA_R_16BF,
+                               static_cast<int>(in), &one, w, t16, static_cast<int>(in), x, t16,
                                static_cast<int>(in), &zero, c, ctype, static_cast<int>(out), CUBLAS_COMPUTE_32F,
                                CUBLAS_GEMM_DEFAULT));
   if (epilogue) {
     const RowGrid g = row_grid(B, out);
-    bias_act_kernel<__nv_bfloat16><<<g.grid, g.block, 0, ctx.raw_stream()>>>(
-        out, static_cast<const float*>(c), b, relu, static_cast<__nv_bfloat16*>(y));
+    cuda::dispatch_16bit(dt, [&](auto tag) {
+      using T = decltype(tag);
+      bias_act_kernel<T><<<g.grid, g.block, 0, ctx.raw_stream()>>>(out, static_cast<const float*>(c), b, relu,
+                                                                   static_cast<T*>(y));
+    });
     LS_CUDA_CHECK_LAUNCH();
   }
 }
 
-void linear_backward_bf16_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x, const void* w,
-                               const void* y, void* dy, void* dx, float* dw, float* db, bool accumulate, bool relu) {
+void linear_backward_16_cuda(DType dt, cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x,
+                             const void* w, const void* y, void* dy, void* dx, float* dw, float* db, bool accumulate,
+                             bool relu) {
   check_sizes(B, in, out);
+  const cudaDataType t16 = cuda_type_16(dt);
   const cudaStream_t stream = ctx.raw_stream();
   if (B == 0) {
     zero_grads_if_overwriting(in, out, dw, db, accumulate, stream);
     return;
   }
-  auto* dy16 = static_cast<__nv_bfloat16*>(dy);
-  if (relu) relu_mask_cuda<__nv_bfloat16>(B * out, static_cast<const __nv_bfloat16*>(y), dy16, stream);
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (relu) relu_mask_cuda<T>(B * out, static_cast<const T*>(y), static_cast<T*>(dy), stream);
+  });
   const float one = 1.f, zero = 0.f;
   const float beta = accumulate ? 1.f : 0.f;
   // dw^T [in, out] (+)= x^T [in, B] * dy [B, out], fp32 result.
   LS_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(in), static_cast<int>(out),
-                               static_cast<int>(B), &one, x, CUDA_R_16BF, static_cast<int>(in), dy, CUDA_R_16BF,
+                               static_cast<int>(B), &one, x, t16, static_cast<int>(in), dy, t16,
                                static_cast<int>(out), &beta, dw, CUDA_R_32F, static_cast<int>(in), CUBLAS_COMPUTE_32F,
                                CUBLAS_GEMM_DEFAULT));
-  if (db) launch_column_sums<__nv_bfloat16>(B, out, dy16, db, accumulate, stream);
+  if (db) {
+    cuda::dispatch_16bit(dt, [&](auto tag) {
+      using T = decltype(tag);
+      launch_column_sums<T>(B, out, static_cast<const T*>(dy), db, accumulate, stream);
+    });
+  }
   if (dx) {
-    // dx^T [in, B] = w^T [in, out] * dy^T [out, B], bf16 result.
+    // dx^T [in, B] = w^T [in, out] * dy^T [out, B], 16-bit result.
     LS_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(in), static_cast<int>(B),
-                                 static_cast<int>(out), &one, w, CUDA_R_16BF, static_cast<int>(in), dy, CUDA_R_16BF,
-                                 static_cast<int>(out), &zero, dx, CUDA_R_16BF, static_cast<int>(in),
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                 static_cast<int>(out), &one, w, t16, static_cast<int>(in), dy, t16,
+                                 static_cast<int>(out), &zero, dx, t16, static_cast<int>(in), CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
   }
 }
 

@@ -14,17 +14,19 @@
 // mode (alpha/beta on the host). Bias gradients are computed by a kernel with a
 // fixed summation order: the same bits on every run.
 //
-// bf16 variants (mixed precision): x, w, y, dy, dx are __nv_bfloat16 arrays
-// (passed as void*), the bias and the gradients dw, db are fp32 (master
-// gradients). The GEMMs take bf16 inputs with fp32 accumulation
-// (cublasGemmEx, CUBLAS_COMPUTE_32F); the forward adds the bias and applies the
-// ReLU to the fp32 GEMM result and rounds to bf16 once; dw is accumulated in
-// fp32 straight from the bf16 operands.
+// 16-bit variants (mixed precision; dt = DType::BF16 or F16): x, w, y, dy, dx
+// are 16-bit arrays of type dt (passed as void*), the bias and the gradients
+// dw, db are fp32 (master gradients). The GEMMs take 16-bit inputs with fp32
+// accumulation (cublasGemmEx, CUBLAS_COMPUTE_32F, tensor cores); the forward
+// adds the bias and applies the ReLU to the fp32 GEMM result and rounds to dt
+// once; dw is accumulated in fp32 straight from the 16-bit operands (with
+// fp16 and a loss scale, an overflow there shows up as inf in dw).
 #pragma once
 
 #include <cstdint>
 
 #include "cuda/context.h"
+#include "tensor/dtype.h"
 
 namespace lockstep::ops {
 
@@ -33,13 +35,14 @@ void linear_forward_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out,
 void linear_backward_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const float* x, const float* w,
                           const float* y, float* dy, float* dx, float* dw, float* db, bool accumulate, bool relu);
 
-// bf16: x [B, in], w [out, in], y [B, out] bf16; b [out] fp32 (nullable).
+// x [B, in], w [out, in], y [B, out] of type dt; b [out] fp32 (nullable).
 // Uses ctx.workspace() for the fp32 GEMM result when there is a bias or a ReLU.
-void linear_forward_bf16_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x, const void* w,
-                              const float* b, void* y, bool relu);
-// bf16: x, w, y, dy (masked in place with `relu`), dx (nullable) bf16; dw [out, in]
-// and db [out] (nullable) fp32, written or accumulated.
-void linear_backward_bf16_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x, const void* w,
-                               const void* y, void* dy, void* dx, float* dw, float* db, bool accumulate, bool relu);
+void linear_forward_16_cuda(DType dt, cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x,
+                            const void* w, const float* b, void* y, bool relu);
+// x, w, y, dy (masked in place with `relu`), dx (nullable) of type dt; dw
+// [out, in] and db [out] (nullable) fp32, written or accumulated.
+void linear_backward_16_cuda(DType dt, cuda::Context& ctx, int64_t B, int64_t in, int64_t out, const void* x,
+                             const void* w, const void* y, void* dy, void* dx, float* dw, float* db, bool accumulate,
+                             bool relu);
 
 }  // namespace lockstep::ops

@@ -5,10 +5,12 @@
 // gathering from the outputs whose window covers it, in ascending output
 // order: the CPU's scatter adds in exactly that order, so results are bitwise
 // the CPU's.
-// The kernels are templated on the storage type T of x, y, dy, dx (float or
-// bf16, cuda/float16.cuh): values are widened to fp32 on load, compared and
-// summed in fp32 (global average pooling: double) in registers exactly as in
-// the fp32 instance, and each output is stored once (bf16: rounded once).
+// The kernels are templated on the storage type T of x, y, dy, dx (float,
+// __nv_bfloat16 or __half, cuda/float16.cuh): values are widened exactly to
+// fp32 on load, compared and summed in fp32 (global average pooling: double) in
+// registers exactly as in the fp32 instance, and each output is stored once
+// (16-bit: rounded once, nearest even). The *_16_cuda wrappers pick the 16-bit
+// instance from their DType (cuda::dispatch_16bit).
 #include "ops/pool2d_cuda.h"
 
 #include <algorithm>
@@ -26,7 +28,6 @@ namespace {
 using cuda::kThreads;
 using cuda::load;
 using cuda::store;
-using bf16 = __nv_bfloat16;
 
 struct PlaneGrid {
   dim3 grid, block;
@@ -95,8 +96,8 @@ __global__ void maxpool_forward_kernel(Geometry g, const T* x, T* y, int32_t* ar
 }
 
 // dx[i] = sum of dy[o] over outputs o (ascending) with argmax[o] == i, summed
-// in an fp32 register and stored once (overlapping windows: bf16 rounds the
-// total once, not each partial sum).
+// in an fp32 register and stored once (overlapping windows: a 16-bit T rounds
+// the total once, not each partial sum).
 template <typename T>
 __global__ void maxpool_backward_kernel(Geometry g, const T* dy, const int32_t* argmax, T* dx) {
   const int i = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
@@ -167,8 +168,8 @@ __global__ void avgpool_backward_kernel(Geometry g, float inv, const T* dy, T* d
 }
 
 // One warp per plane: lanes stride the plane in double, then a fixed shuffle
-// tree; y = (float)(sum * (1.0 / hw)) as on the CPU (bf16: that fp32 value,
-// rounded once more on store).
+// tree; y = (float)(sum * (1.0 / hw)) as on the CPU (16-bit T: that fp32
+// value, rounded once more on store).
 constexpr int kWarpsPerBlock = kThreads / 32;
 template <typename T>
 __global__ void global_avgpool_forward_kernel(int64_t planes, int64_t hw, double inv, const T* x, T* y) {
@@ -254,9 +255,6 @@ void global_avgpool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cud
   LS_CUDA_CHECK_LAUNCH();
 }
 
-const bf16* as_bf16(const void* p) { return static_cast<const bf16*>(p); }
-bf16* as_bf16(void* p) { return static_cast<bf16*>(p); }
-
 }  // namespace
 
 void maxpool2d_forward_cuda(const Pool2dShape& s, const float* x, float* y, int32_t* argmax, cudaStream_t stream) {
@@ -284,30 +282,53 @@ void global_avgpool_backward_cuda(int64_t planes, int64_t hw, const float* dy, f
   global_avgpool_backward(planes, hw, dy, dx, stream);
 }
 
-void maxpool2d_forward_bf16_cuda(const Pool2dShape& s, const void* x, void* y, int32_t* argmax,
-                                 cudaStream_t stream) {
-  maxpool_forward(s, as_bf16(x), as_bf16(y), argmax, stream);
+// The 16-bit wrappers: dispatch_16bit checks dt (throws unless BF16 or F16)
+// and runs the lambda with T = __nv_bfloat16 or __half; the templates above
+// check the shape, return early when there is nothing to do and check the launch.
+void maxpool2d_forward_16_cuda(DType dt, const Pool2dShape& s, const void* x, void* y, int32_t* argmax,
+                               cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    maxpool_forward(s, static_cast<const T*>(x), static_cast<T*>(y), argmax, stream);
+  });
 }
 
-void maxpool2d_backward_bf16_cuda(const Pool2dShape& s, const void* dy, const int32_t* argmax, void* dx,
-                                  cudaStream_t stream) {
-  maxpool_backward(s, as_bf16(dy), argmax, as_bf16(dx), stream);
+void maxpool2d_backward_16_cuda(DType dt, const Pool2dShape& s, const void* dy, const int32_t* argmax, void* dx,
+                                cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    maxpool_backward(s, static_cast<const T*>(dy), argmax, static_cast<T*>(dx), stream);
+  });
 }
 
-void avgpool2d_forward_bf16_cuda(const Pool2dShape& s, const void* x, void* y, cudaStream_t stream) {
-  avgpool_forward(s, as_bf16(x), as_bf16(y), stream);
+void avgpool2d_forward_16_cuda(DType dt, const Pool2dShape& s, const void* x, void* y, cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    avgpool_forward(s, static_cast<const T*>(x), static_cast<T*>(y), stream);
+  });
 }
 
-void avgpool2d_backward_bf16_cuda(const Pool2dShape& s, const void* dy, void* dx, cudaStream_t stream) {
-  avgpool_backward(s, as_bf16(dy), as_bf16(dx), stream);
+void avgpool2d_backward_16_cuda(DType dt, const Pool2dShape& s, const void* dy, void* dx, cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    avgpool_backward(s, static_cast<const T*>(dy), static_cast<T*>(dx), stream);
+  });
 }
 
-void global_avgpool_forward_bf16_cuda(int64_t planes, int64_t hw, const void* x, void* y, cudaStream_t stream) {
-  global_avgpool_forward(planes, hw, as_bf16(x), as_bf16(y), stream);
+void global_avgpool_forward_16_cuda(DType dt, int64_t planes, int64_t hw, const void* x, void* y,
+                                    cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    global_avgpool_forward(planes, hw, static_cast<const T*>(x), static_cast<T*>(y), stream);
+  });
 }
 
-void global_avgpool_backward_bf16_cuda(int64_t planes, int64_t hw, const void* dy, void* dx, cudaStream_t stream) {
-  global_avgpool_backward(planes, hw, as_bf16(dy), as_bf16(dx), stream);
+void global_avgpool_backward_16_cuda(DType dt, int64_t planes, int64_t hw, const void* dy, void* dx,
+                                     cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    global_avgpool_backward(planes, hw, static_cast<const T*>(dy), static_cast<T*>(dx), stream);
+  });
 }
 
 }  // namespace lockstep::ops

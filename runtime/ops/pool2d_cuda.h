@@ -13,16 +13,18 @@
 // index), so there are no atomics, results are deterministic, and max and
 // average pooling match the CPU ops bitwise.
 //
-// bf16 variants (mixed precision; *_bf16_cuda): x, y, dy, dx are __nv_bfloat16
-// arrays passed as void*; argmax stays int32. Values are widened to fp32 (exact)
-// and compared and summed in registers exactly as in the fp32 variants (fp32;
-// global average pooling forward: double, then fp32), and each output is
-// rounded to bf16 once on store. So max and average pooling are bitwise the
-// CPU ops on the widened inputs, rounded to bf16: max-pool forward is exact (y
+// 16-bit variants (mixed precision; *_16_cuda, first argument dt =
+// DType::BF16 or DType::F16, anything else throws): x, y, dy, dx are arrays of
+// that storage type (__nv_bfloat16 or IEEE __half) passed as void*; argmax
+// stays int32. Values are widened to fp32 (exact) and compared and summed in
+// registers exactly as in the fp32 variants (fp32; global average pooling
+// forward: double, then fp32), and each output is rounded to the storage type
+// once on store (nearest even). So max and average pooling are bitwise the CPU
+// ops on the widened inputs, rounded once to dt: max-pool forward is exact (y
 // is an input value; argmax is that of the widened values), and in max-pool
 // backward an input covered by several overlapping windows gets the fp32 sum of
-// its gradients rounded once (no bf16 partial sums). Global average pooling
-// forward is the fp32 variant's result rounded to bf16.
+// its gradients rounded once (no 16-bit partial sums). Global average pooling
+// forward is the fp32 variant's result rounded to dt.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,6 +32,7 @@
 #include <cstdint>
 
 #include "ops/pool2d.h"
+#include "tensor/dtype.h"
 
 namespace lockstep::ops {
 
@@ -48,14 +51,18 @@ void global_avgpool_forward_cuda(int64_t planes, int64_t hw, const float* x, flo
 // dx[p, i] = dy[p] / hw.   dy [planes] -> dx [planes, hw]
 void global_avgpool_backward_cuda(int64_t planes, int64_t hw, const float* dy, float* dx, cudaStream_t stream);
 
-// bf16 twins of the functions above, same shapes and checks; x, y, dy, dx bf16, argmax int32.
-void maxpool2d_forward_bf16_cuda(const Pool2dShape& s, const void* x, void* y, int32_t* argmax,
-                                 cudaStream_t stream);
-void maxpool2d_backward_bf16_cuda(const Pool2dShape& s, const void* dy, const int32_t* argmax, void* dx,
-                                  cudaStream_t stream);
-void avgpool2d_forward_bf16_cuda(const Pool2dShape& s, const void* x, void* y, cudaStream_t stream);
-void avgpool2d_backward_bf16_cuda(const Pool2dShape& s, const void* dy, void* dx, cudaStream_t stream);
-void global_avgpool_forward_bf16_cuda(int64_t planes, int64_t hw, const void* x, void* y, cudaStream_t stream);
-void global_avgpool_backward_bf16_cuda(int64_t planes, int64_t hw, const void* dy, void* dx, cudaStream_t stream);
+// 16-bit twins of the functions above, same shapes and checks; x, y, dy, dx of
+// type dt (DType::BF16 or F16; checked first, so a wrong type throws even when
+// there is nothing to do), argmax int32.
+void maxpool2d_forward_16_cuda(DType dt, const Pool2dShape& s, const void* x, void* y, int32_t* argmax,
+                               cudaStream_t stream);
+void maxpool2d_backward_16_cuda(DType dt, const Pool2dShape& s, const void* dy, const int32_t* argmax, void* dx,
+                                cudaStream_t stream);
+void avgpool2d_forward_16_cuda(DType dt, const Pool2dShape& s, const void* x, void* y, cudaStream_t stream);
+void avgpool2d_backward_16_cuda(DType dt, const Pool2dShape& s, const void* dy, void* dx, cudaStream_t stream);
+void global_avgpool_forward_16_cuda(DType dt, int64_t planes, int64_t hw, const void* x, void* y,
+                                    cudaStream_t stream);
+void global_avgpool_backward_16_cuda(DType dt, int64_t planes, int64_t hw, const void* dy, void* dx,
+                                     cudaStream_t stream);
 
 }  // namespace lockstep::ops

@@ -1,6 +1,6 @@
 // The fused ReLU's backward mask, shared by the layers that apply a ReLU in
 // their own epilogue (Linear, Conv2d; .cu files only): dy = y > 0 ? dy : 0 in
-// place, writing only the zeros. T: fp32 or bf16 storage (cuda/float16.cuh).
+// place, writing only the zeros. T: fp32, bf16 or fp16 storage (cuda/float16.cuh).
 #pragma once
 
 #include <cstdint>

@@ -3,13 +3,18 @@
 // one block adding the per-row results in a fixed order. No atomics anywhere,
 // so results are run-to-run deterministic. Mirrors ops/softmax_xent_cpu.cpp:
 // forward subtracts the fp32 row max and sums exp() in fp64; backward is fp32.
-// bf16 logits: the forward kernel is templated on the logits' storage type
-// (cuda::load widens exactly, the math is unchanged); the bf16 backward kernel
-// computes each gradient element completely in fp32 (the fp32 kernel's values,
-// operation by operation) and rounds it to bf16 once.
+// 16-bit logits (bf16 or IEEE half, picked from a DType at run time by
+// cuda::dispatch_16bit): the forward kernel is templated on the logits' storage
+// type (cuda::load widens exactly, the math is unchanged); the 16-bit backward
+// kernel computes each gradient element completely in fp32 (the fp32 kernel's
+// values, operation by operation) and rounds it to the 16-bit type once.
+// Backward's gradient factor is scale, times *scale_dev when the caller passes
+// a device scalar (the dynamic loss scale): each thread computes it in fp32 at
+// run time, and the label smoothing constants from it, operation by operation
+// as the host computed them from scale before, so a null scale_dev gives the
+// same bits as before.
 #include "ops/softmax_xent_cuda.h"
 
-#include <cuda_bf16.h>
 #include <math_constants.h>
 
 #include <algorithm>
@@ -26,7 +31,6 @@ namespace {
 using cuda::kThreads;
 using cuda::load;
 using cuda::store;
-using bf16 = __nv_bfloat16;
 
 constexpr int64_t kMaxRowBlocks = 65535;
 
@@ -54,7 +58,7 @@ __device__ void block_sum(T* s) {
 // Row max and its first index. Every thread starts from (z[0], 0) and takes
 // only strictly larger values, so within a thread the first maximum wins;
 // across threads equal values resolve to the smaller index. That is the CPU
-// op's first argmax (for inputs without NaN). T: logits' storage (float, bf16).
+// op's first argmax (for inputs without NaN). T: logits' storage (float, bf16, half).
 template <typename T>
 __device__ void row_argmax(const T* z, int64_t c, float* s_max, int64_t* s_arg) {
   const int t = threadIdx.x;
@@ -169,12 +173,30 @@ __global__ void xent_sum_kernel(int64_t b, const double* row_loss, const int32_t
   }
 }
 
-// Per row: d = exp(z - max) / sum * scale, minus `off` everywhere when smoothing,
-// then minus `on` at the label (the CPU op's `scale` or `on`).
+// The backward's scalars, in fp32 with every operation rounded as written
+// (the CPU op's expressions, which the host used to evaluate):
+//   factor = scale * *scale_dev (scale when scale_dev is null)
+//   off    = factor * smoothing / C    factor * q_j off the label
+//   on     = factor * (1 - smoothing)  factor * (q_label - eps / C)
+struct XentFactors {
+  float factor, off, on;
+};
+__device__ XentFactors xent_factors(int64_t c, float scale, const float* scale_dev, float smoothing) {
+  XentFactors f;
+  f.factor = scale_dev != nullptr ? __fmul_rn(scale, *scale_dev) : scale;
+  f.off = __fdiv_rn(__fmul_rn(f.factor, smoothing), static_cast<float>(c));
+  f.on = __fmul_rn(f.factor, __fsub_rn(1.f, smoothing));
+  return f;
+}
+
+// Per row: d = exp(z - max) / sum * factor, minus `off` everywhere when smoothing,
+// then minus `on` at the label (the CPU op's `scale` or `on`, with factor for scale).
 __global__ void xent_backward_kernel(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
-                                     bool smooth, float off, float on, float* dlogits) {
+                                     const float* scale_dev, float smoothing, float* dlogits) {
   __shared__ float s[kThreads];
   const int t = threadIdx.x;
+  const XentFactors f = xent_factors(c, scale, scale_dev, smoothing);
+  const bool smooth = smoothing != 0.f;
   for (int64_t i = blockIdx.x; i < b; i += gridDim.x) {
     const float* z = logits + i * c;
     float* d = dlogits + i * c;
@@ -192,37 +214,41 @@ __global__ void xent_backward_kernel(int64_t b, int64_t c, const float* logits, 
     s[t] = part;
     __syncthreads();
     block_sum(s);
-    const float inv = scale / s[0];
+    const float inv = f.factor / s[0];
     for (int64_t j = t; j < c; j += kThreads) {
       if (!valid)
         d[j] = CUDART_NAN_F;
       else if (smooth)
-        d[j] = d[j] * inv - off;
+        d[j] = d[j] * inv - f.off;
       else
         d[j] = d[j] * inv;
     }
     __syncthreads();  // the label's element is written; s[0] read by all
-    if (t == 0 && valid) d[label] -= smooth ? on : scale;
+    if (t == 0 && valid) d[label] -= smooth ? f.on : f.factor;
     __syncthreads();
   }
 }
 
-// bf16 logits and dlogits: the fp32 kernel above keeps exp(z - max) in
-// dlogits between its passes and finishes the label's element in a third
-// step; in bf16 both would round twice. Here the sum pass only adds, and the
-// write pass recomputes e = expf(z - max) (the same fp32 value the fp32 kernel
-// stored) and finishes each element in registers before one rounding store:
-//   smoothing:  e * inv - off, then - on at the label  (e * inv - off may fuse, as there)
-//   otherwise:  e * inv, then - scale at the label      (the fp32 product rounded first, as there)
+// 16-bit logits and dlogits (T = bf16 or half): the fp32 kernel above keeps
+// exp(z - max) in dlogits between its passes and finishes the label's element
+// in a third step; in 16 bits both would round twice. Here the sum pass only
+// adds, and the write pass recomputes e = expf(z - max) (the same fp32 value
+// the fp32 kernel stored) and finishes each element in registers before one
+// rounding store:
+//   smoothing:  e * inv - off, then - on at the label     (e * inv - off may fuse, as there)
+//   otherwise:  e * inv, then - factor at the label        (the fp32 product rounded first, as there)
 // Each thread reads z[j] (all reads of other threads' elements are done by the
 // sum's barriers) before writing d[j] of the same j, so dlogits may alias logits.
-__global__ void xent_backward_bf16_kernel(int64_t b, int64_t c, const bf16* logits, const int32_t* labels,
-                                          float scale, bool smooth, float off, float on, bf16* dlogits) {
+template <typename T>
+__global__ void xent_backward_16_kernel(int64_t b, int64_t c, const T* logits, const int32_t* labels, float scale,
+                                        const float* scale_dev, float smoothing, T* dlogits) {
   __shared__ float s[kThreads];
   const int t = threadIdx.x;
+  const XentFactors f = xent_factors(c, scale, scale_dev, smoothing);
+  const bool smooth = smoothing != 0.f;
   for (int64_t i = blockIdx.x; i < b; i += gridDim.x) {
-    const bf16* z = logits + i * c;
-    bf16* d = dlogits + i * c;
+    const T* z = logits + i * c;
+    T* d = dlogits + i * c;
     const int32_t label = labels[i];
     const bool valid = label >= 0 && label < c;
     const float mx = row_max(z, c, s);
@@ -233,7 +259,7 @@ __global__ void xent_backward_bf16_kernel(int64_t b, int64_t c, const bf16* logi
     s[t] = part;
     __syncthreads();
     block_sum(s);
-    const float inv = scale / s[0];
+    const float inv = f.factor / s[0];
     for (int64_t j = t; j < c; j += kThreads) {
       float v;
       if (!valid) {
@@ -241,11 +267,11 @@ __global__ void xent_backward_bf16_kernel(int64_t b, int64_t c, const bf16* logi
       } else {
         const float e = ::expf(load(z, j) - mx);
         if (smooth) {
-          v = e * inv - off;
-          if (j == label) v -= on;
+          v = e * inv - f.off;
+          if (j == label) v -= f.on;
         } else {
           v = __fmul_rn(e, inv);
-          if (j == label) v -= scale;
+          if (j == label) v -= f.factor;
         }
       }
       store(d, j, v);
@@ -269,39 +295,40 @@ void softmax_xent_forward_cuda(int64_t b, int64_t c, const float* logits, const 
 }
 
 void softmax_xent_backward_cuda(int64_t b, int64_t c, const float* logits, const int32_t* labels, float scale,
-                                float* dlogits, float smoothing, cudaStream_t stream) {
+                                const float* scale_dev, float* dlogits, float smoothing, cudaStream_t stream) {
   check_args(b, c, smoothing);
   if (b <= 0) return;
-  // The CPU op's scalars, computed the same way.
-  const float off = scale * smoothing / static_cast<float>(c);  // scale * q_j off the label
-  const float on = scale * (1.f - smoothing);                    // scale * (q_label - eps / C)
-  xent_backward_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, logits, labels, scale, smoothing != 0.f, off,
-                                                               on, dlogits);
+  xent_backward_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, logits, labels, scale, scale_dev, smoothing,
+                                                               dlogits);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void softmax_xent_forward_bf16_cuda(int64_t b, int64_t c, const void* logits, const int32_t* labels, float smoothing,
-                                    double* row_loss, int32_t* row_correct, double* loss_sum, int64_t* correct,
-                                    cudaStream_t stream) {
+void softmax_xent_forward_16_cuda(DType dt, int64_t b, int64_t c, const void* logits, const int32_t* labels,
+                                  float smoothing, double* row_loss, int32_t* row_correct, double* loss_sum,
+                                  int64_t* correct, cudaStream_t stream) {
   check_args(b, c, smoothing);
-  if (b <= 0) return;
-  xent_forward_rows_kernel<bf16><<<row_blocks(b), kThreads, 0, stream>>>(b, c, static_cast<const bf16*>(logits), labels,
-                                                                         smoothing, row_loss, row_correct);
-  LS_CUDA_CHECK_LAUNCH();
-  xent_sum_kernel<<<1, kThreads, 0, stream>>>(b, row_loss, row_correct, loss_sum, correct);
-  LS_CUDA_CHECK_LAUNCH();
+  cuda::dispatch_16bit(dt, [&](auto tag) {  // outside the early return: any other dtype throws, even for b = 0
+    using T = decltype(tag);
+    if (b <= 0) return;
+    xent_forward_rows_kernel<T><<<row_blocks(b), kThreads, 0, stream>>>(b, c, static_cast<const T*>(logits), labels,
+                                                                        smoothing, row_loss, row_correct);
+    LS_CUDA_CHECK_LAUNCH();
+    xent_sum_kernel<<<1, kThreads, 0, stream>>>(b, row_loss, row_correct, loss_sum, correct);
+    LS_CUDA_CHECK_LAUNCH();
+  });
 }
 
-void softmax_xent_backward_bf16_cuda(int64_t b, int64_t c, const void* logits, const int32_t* labels, float scale,
-                                     void* dlogits, float smoothing, cudaStream_t stream) {
+void softmax_xent_backward_16_cuda(DType dt, int64_t b, int64_t c, const void* logits, const int32_t* labels,
+                                   float scale, const float* scale_dev, void* dlogits, float smoothing,
+                                   cudaStream_t stream) {
   check_args(b, c, smoothing);
-  if (b <= 0) return;
-  const float off = scale * smoothing / static_cast<float>(c);  // as in softmax_xent_backward_cuda
-  const float on = scale * (1.f - smoothing);
-  xent_backward_bf16_kernel<<<row_blocks(b), kThreads, 0, stream>>>(b, c, static_cast<const bf16*>(logits), labels,
-                                                                    scale, smoothing != 0.f, off, on,
-                                                                    static_cast<bf16*>(dlogits));
-  LS_CUDA_CHECK_LAUNCH();
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (b <= 0) return;
+    xent_backward_16_kernel<T><<<row_blocks(b), kThreads, 0, stream>>>(
+        b, c, static_cast<const T*>(logits), labels, scale, scale_dev, smoothing, static_cast<T*>(dlogits));
+    LS_CUDA_CHECK_LAUNCH();
+  });
 }
 
 }  // namespace lockstep::ops

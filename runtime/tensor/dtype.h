@@ -25,6 +25,9 @@ constexpr size_t size_of(DType t) {
   return 0;
 }
 
+// The 16-bit floating-point types (mixed-precision activations, wire compression).
+constexpr bool is_16bit_float(DType t) { return t == DType::F16 || t == DType::BF16; }
+
 // Names as the safetensors format spells them ("F32", "BF16", ...).
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {

@@ -1,7 +1,8 @@
 // Batch normalisation on the GPU: every device op against its CPU op (fp32,
-// and the bf16 variants on bf16 activations), the per-channel math kernels
-// against nn/batchnorm.cpp's formulas, and the whole device pipeline (forward,
-// running statistics, backward, evaluation) against the CPU BatchNorm2d layer.
+// and the 16-bit variants on bf16 and on fp16 activations), the per-channel
+// math kernels against nn/batchnorm.cpp's formulas, and the whole device
+// pipeline (forward, running statistics, backward, evaluation) against the CPU
+// BatchNorm2d layer.
 //
 // Tolerances (max |gpu - cpu| / max(1, |cpu|)):
 //   sums of x and squared deviations 1e-5: the CPU adds in fp32 within a plane
@@ -24,22 +25,29 @@
 //   layer pipeline: y and running statistics 1e-5 (statistics differ by the
 //     sums' rounding, ~1e-7), parameter gradients and dx 1e-4 (backward sums).
 //   The masked dy must match exactly (both sides mask with the same y).
-//   bf16 variants: x, y, dy, dx are bf16-rounded values (uploaded as bf16) and
-//     the CPU ops run in fp32 on the same values; the per-channel arrays are
-//     fp32/fp64 on both sides.
+//   16-bit variants (dt = BF16 and F16, one section each): x, y, dy, dx are
+//     dt-rounded values (uploaded as dt) and the CPU ops run in fp32 on the
+//     same values; the per-channel arrays are fp32/fp64 on both sides. Inputs
+//     stay in fp16's safe range: |x| <= 4, |dy| <= 1, |y| <= 5, |dx| <= 6,
+//     far below 65504; values that land below 2^-14 are fp16 subnormals, which
+//     only coarsens them to an absolute step of 2^-24 (inside every absolute
+//     tolerance below).
 //     - per-channel sums: the fp32 cases' references and tolerances (the GPU
-//       widens each bf16 value exactly and then adds as for fp32 input).
+//       widens each 16-bit value exactly and then adds as for fp32 input).
 //     - the masked dy: exact (the mask only writes zeros; both sides see the
-//       same bf16 y).
-//     - y and dx (computed in fp32, rounded to bf16 once) against the CPU's
-//       fp32 result rounded to bf16: 2^-7. The fp32 values can differ by an
-//       ulp (fused multiply-adds or not, as for kApplyTol), and where that
-//       straddles a bf16 rounding boundary the two roundings are one bf16 ulp
-//       apart: at most 2^-7 of the value (8 significant bits); below 1 in
-//       magnitude the comparison is absolute, and 2^-7 is then >= 2 ulps.
+//       same 16-bit y).
+//     - y and dx (computed in fp32, rounded to dt once) against the CPU's
+//       fp32 result rounded to dt: one dt ulp, 2^-7 for bf16 (8 significant
+//       bits), 2^-10 for fp16 (11): 2^(half_ulp_exponent + 1). The fp32 values
+//       can differ by an ulp (fused multiply-adds or not, as for kApplyTol),
+//       and where that straddles a dt rounding boundary the two roundings are
+//       one dt ulp apart: at most 2^-7 (bf16) / 2^-10 (fp16) of the value;
+//       below 1 in magnitude the comparison is absolute, and the bound is then
+//       >= 2 ulps (fp16 subnormals: 2^-24 steps, far inside).
 //     - y and dx against the CPU's unrounded fp32 result (tighter where values
-//       are small): within kApplyTol plus 2^-8 |gpu|, the bound on the one
-//       rounding to bf16 (half an ulp).
+//       are small): within kApplyTol plus half a dt ulp, 2^-8 |gpu| for bf16,
+//       2^-11 |gpu| for fp16 (max_excess_over_16bit_rounding); an fp16
+//       subnormal's half ulp, 2^-25 absolute, is inside kApplyTol.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -66,7 +74,8 @@ constexpr double kBackwardSumGpuTol = 1e-9;  // GPU (fp64 sums) vs fp64, another
 constexpr double kApplyTol = 1e-5;
 constexpr double kLayerForwardTol = 1e-5;
 constexpr double kLayerBackwardTol = 1e-4;
-constexpr double kBf16OutTol = 1.0 / 128;  // 2^-7: one bf16 ulp (see above)
+// One dt ulp relative to the value (see above): 2^-7 for bf16, 2^-10 for fp16.
+double out_tol_16(DType dt) { return std::ldexp(1.0, half_ulp_exponent(dt) + 1); }
 #ifdef __FMA__
 constexpr double kMathTol = 1e-6;
 #else
@@ -107,11 +116,12 @@ double max_rel_diff_f64(const std::vector<double>& a, const std::vector<double>&
     REQUIRE(ls_diff_ <= (tol));                                                      \
   } while (0)
 
-// REQUIREs bf16 results within `tol` (the fp32 tolerance) plus the rounding of `cpu`.
-#define REQUIRE_BF16_ROUNDING_OF(gpu, cpu, tol)                                      \
+// REQUIREs dt results within `tol` (the fp32 tolerance) plus the rounding of `cpu` to dt.
+#define REQUIRE_16BIT_ROUNDING_OF(dt, gpu, cpu, tol)                                 \
   do {                                                                               \
-    const double ls_excess_ = max_excess_over_bf16_rounding((gpu), (cpu));           \
-    INFO(#gpu " vs " #cpu ": beyond bf16 rounding by " << ls_excess_ << " (tolerance " << (tol) << ")"); \
+    const double ls_excess_ = max_excess_over_16bit_rounding((dt), (gpu), (cpu));    \
+    INFO(#gpu " vs " #cpu ": beyond " << dtype_name(dt) << " rounding by " << ls_excess_ << " (tolerance " \
+                                      << (tol) << ")");                              \
     REQUIRE(ls_excess_ <= (tol));                                                    \
   } while (0)
 
@@ -220,104 +230,108 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
   }
 }
 
-TEST_CASE_METHOD(GpuFixture, "batchnorm bf16 device ops match the CPU ops on bf16-rounded values", "[batchnorm]") {
-  uint64_t seed = 5000;
-  for (const ops::BatchNormShape& s : kShapes) {
-    CAPTURE(s.n, s.c, s.hw);
-    const int64_t n = s.n * s.c * s.hw;
-    const auto C = static_cast<size_t>(s.c);
-    const auto x16 = bf16_bits(bn_input(s, ++seed));
-    const auto x = bf16_values(x16);
-    Tensor x_ = upload_bf16(*this, x16);
+TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 16-bit-rounded values", "[batchnorm]") {
+  for (const DType dt : {DType::BF16, DType::F16})
+    DYNAMIC_SECTION("dtype " << dtype_name(dt)) {
+      const double out_tol = out_tol_16(dt);
+      uint64_t seed = 5000;  // the same inputs (before rounding) for both types
+      for (const ops::BatchNormShape& s : kShapes) {
+        CAPTURE(s.n, s.c, s.hw);
+        const int64_t n = s.n * s.c * s.hw;
+        const auto C = static_cast<size_t>(s.c);
+        const auto x16 = bits_16(dt, bn_input(s, ++seed));
+        const auto x = values_16(dt, x16);
+        Tensor x_ = upload_16(*this, dt, x16);
 
-    // sum
-    std::vector<double> sum_cpu(C);
-    ops::batchnorm_sum_cpu(s, x.data(), sum_cpu.data());
-    Tensor sum_ = device_zeros(Shape{s.c}, DType::F64);
-    ops::batchnorm_sum_bf16_cuda(ctx, s, x_.raw_data(), sum_.data<double>());
-    REQUIRE_PARITY_F64(download_f64(*this, sum_), sum_cpu, kSumTol);
+        // sum
+        std::vector<double> sum_cpu(C);
+        ops::batchnorm_sum_cpu(s, x.data(), sum_cpu.data());
+        Tensor sum_ = device_zeros(Shape{s.c}, DType::F64);
+        ops::batchnorm_sum_16_cuda(dt, ctx, s, x_.raw_data(), sum_.data<double>());
+        REQUIRE_PARITY_F64(download_f64(*this, sum_), sum_cpu, kSumTol);
 
-    // centred sum of squares, both from the CPU's mean
-    std::vector<float> mean(C);
-    for (size_t c = 0; c < C; ++c) mean[c] = static_cast<float>(sum_cpu[c] / static_cast<double>(s.n * s.hw));
-    std::vector<double> m2_cpu(C);
-    ops::batchnorm_centered_sumsq_cpu(s, x.data(), mean.data(), m2_cpu.data());
-    Tensor mean_ = upload(Shape{s.c}, mean), m2_ = device_zeros(Shape{s.c}, DType::F64);
-    settle();
-    ops::batchnorm_centered_sumsq_bf16_cuda(ctx, s, x_.raw_data(), mean_.data<float>(), m2_.data<double>());
-    REQUIRE_PARITY_F64(download_f64(*this, m2_), m2_cpu, kSumTol);
+        // centred sum of squares, both from the CPU's mean
+        std::vector<float> mean(C);
+        for (size_t c = 0; c < C; ++c) mean[c] = static_cast<float>(sum_cpu[c] / static_cast<double>(s.n * s.hw));
+        std::vector<double> m2_cpu(C);
+        ops::batchnorm_centered_sumsq_cpu(s, x.data(), mean.data(), m2_cpu.data());
+        Tensor mean_ = upload(Shape{s.c}, mean), m2_ = device_zeros(Shape{s.c}, DType::F64);
+        settle();
+        ops::batchnorm_centered_sumsq_16_cuda(dt, ctx, s, x_.raw_data(), mean_.data<float>(), m2_.data<double>());
+        REQUIRE_PARITY_F64(download_f64(*this, m2_), m2_cpu, kSumTol);
 
-    for (int relu = 0; relu < 2; ++relu) {
-      CAPTURE(relu);
-      // apply: into another buffer, then in place (y = x)
-      const auto scale = random_vector(s.c, ++seed), shift = random_vector(s.c, ++seed);
-      std::vector<float> y_cpu(static_cast<size_t>(n));
-      ops::batchnorm_apply_cpu(s, x.data(), scale.data(), shift.data(), y_cpu.data(), relu);
-      const auto y_ref = bf16_rounded(y_cpu);
-      Tensor scale_ = upload(Shape{s.c}, scale), shift_ = upload(Shape{s.c}, shift);
-      Tensor y_ = upload_bf16(*this, bf16_bits(random_vector(n, ++seed)));  // garbage: must be overwritten
-      Tensor xy_ = upload_bf16(*this, x16);
-      settle();
-      ops::batchnorm_apply_bf16_cuda(s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(), y_.raw_data(),
-                                     relu, ctx.raw_stream());
-      ops::batchnorm_apply_bf16_cuda(s, xy_.raw_data(), scale_.data<float>(), shift_.data<float>(), xy_.raw_data(),
-                                     relu, ctx.raw_stream());
-      const auto y_gpu = bf16_values(download_bf16(*this, y_));
-      LS_REQUIRE_PARITY(y_gpu, y_ref, kBf16OutTol);
-      REQUIRE_BF16_ROUNDING_OF(y_gpu, y_cpu, kApplyTol);
-      LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, xy_)), y_gpu, 0.0);  // in place: the same values
+        for (int relu = 0; relu < 2; ++relu) {
+          CAPTURE(relu);
+          // apply: into another buffer, then in place (y = x)
+          const auto scale = random_vector(s.c, ++seed), shift = random_vector(s.c, ++seed);
+          std::vector<float> y_cpu(static_cast<size_t>(n));
+          ops::batchnorm_apply_cpu(s, x.data(), scale.data(), shift.data(), y_cpu.data(), relu);
+          const auto y_ref = rounded_16(dt, y_cpu);
+          Tensor scale_ = upload(Shape{s.c}, scale), shift_ = upload(Shape{s.c}, shift);
+          Tensor y_ = upload_16(*this, dt, bits_16(dt, random_vector(n, ++seed)));  // garbage: must be overwritten
+          Tensor xy_ = upload_16(*this, dt, x16);
+          settle();
+          ops::batchnorm_apply_16_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+                                       y_.raw_data(), relu, ctx.raw_stream());
+          ops::batchnorm_apply_16_cuda(dt, s, xy_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+                                       xy_.raw_data(), relu, ctx.raw_stream());
+          const auto y_gpu = values_16(dt, download_16(*this, y_));
+          LS_REQUIRE_PARITY(y_gpu, y_ref, out_tol);
+          REQUIRE_16BIT_ROUNDING_OF(dt, y_gpu, y_cpu, kApplyTol);
+          LS_REQUIRE_PARITY(values_16(dt, download_16(*this, xy_)), y_gpu, 0.0);  // in place: the same values
 
-      // backward reduce: both sides mask with the CPU's y rounded to bf16 and
-      // see the same bf16 dy.
-      const auto yref16 = bf16_bits(y_cpu);
-      const auto yref = bf16_values(yref16);
-      const auto dy16 = bf16_bits(random_vector(n, ++seed));
-      auto dy_cpu = bf16_values(dy16);
-      std::vector<double> sdy_cpu(C), sdyx_cpu(C);
-      ops::batchnorm_backward_reduce_cpu(s, x.data(), yref.data(), dy_cpu.data(), relu, mean.data(), sdy_cpu.data(),
-                                         sdyx_cpu.data());
-      Tensor yref_ = upload_bf16(*this, yref16), dy_ = upload_bf16(*this, dy16);
-      Tensor sdy_ = device_zeros(Shape{s.c}, DType::F64), sdyx_ = device_zeros(Shape{s.c}, DType::F64);
-      ops::batchnorm_backward_reduce_bf16_cuda(ctx, s, x_.raw_data(), yref_.raw_data(), dy_.raw_data(), relu,
-                                               mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
-      LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, dy_)), dy_cpu, 0.0);
-      // Both against an fp64 sum of the same per-element terms, as in the fp32 case.
-      std::vector<double> sdy_ref(C), sdyx_ref(C), sdy_abs(C), sdyx_abs(C);
-      for (int64_t i = 0; i < s.n; ++i)
-        for (size_t c = 0; c < C; ++c)
-          for (int64_t p = 0; p < s.hw; ++p) {
-            const size_t off = static_cast<size_t>((i * s.c + static_cast<int64_t>(c)) * s.hw + p);
-            const double g = dy_cpu[off], t = g * static_cast<double>(x[off] - mean[c]);
-            sdy_ref[c] += g;
-            sdyx_ref[c] += t;
-            sdy_abs[c] += std::abs(g);
-            sdyx_abs[c] += std::abs(t);
+          // backward reduce: both sides mask with the CPU's y rounded to dt and
+          // see the same dt dy.
+          const auto yref16 = bits_16(dt, y_cpu);
+          const auto yref = values_16(dt, yref16);
+          const auto dy16 = bits_16(dt, random_vector(n, ++seed));
+          auto dy_cpu = values_16(dt, dy16);
+          std::vector<double> sdy_cpu(C), sdyx_cpu(C);
+          ops::batchnorm_backward_reduce_cpu(s, x.data(), yref.data(), dy_cpu.data(), relu, mean.data(),
+                                             sdy_cpu.data(), sdyx_cpu.data());
+          Tensor yref_ = upload_16(*this, dt, yref16), dy_ = upload_16(*this, dt, dy16);
+          Tensor sdy_ = device_zeros(Shape{s.c}, DType::F64), sdyx_ = device_zeros(Shape{s.c}, DType::F64);
+          ops::batchnorm_backward_reduce_16_cuda(dt, ctx, s, x_.raw_data(), yref_.raw_data(), dy_.raw_data(), relu,
+                                                 mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
+          LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dy_)), dy_cpu, 0.0);
+          // Both against an fp64 sum of the same per-element terms, as in the fp32 case.
+          std::vector<double> sdy_ref(C), sdyx_ref(C), sdy_abs(C), sdyx_abs(C);
+          for (int64_t i = 0; i < s.n; ++i)
+            for (size_t c = 0; c < C; ++c)
+              for (int64_t p = 0; p < s.hw; ++p) {
+                const size_t off = static_cast<size_t>((i * s.c + static_cast<int64_t>(c)) * s.hw + p);
+                const double g = dy_cpu[off], t = g * static_cast<double>(x[off] - mean[c]);
+                sdy_ref[c] += g;
+                sdyx_ref[c] += t;
+                sdy_abs[c] += std::abs(g);
+                sdyx_abs[c] += std::abs(t);
+              }
+          REQUIRE_PARITY_F64(download_f64(*this, sdy_), sdy_ref, kBackwardSumGpuTol);
+          REQUIRE_PARITY_F64(download_f64(*this, sdyx_), sdyx_ref, kBackwardSumGpuTol);
+          for (size_t c = 0; c < C; ++c) {
+            CAPTURE(c, sdy_cpu[c], sdy_ref[c], sdyx_cpu[c], sdyx_ref[c]);
+            REQUIRE(std::abs(sdy_cpu[c] - sdy_ref[c]) <= kBackwardSumTol * std::max(1.0, sdy_abs[c]));
+            REQUIRE(std::abs(sdyx_cpu[c] - sdyx_ref[c]) <= kBackwardSumTol * std::max(1.0, sdyx_abs[c]));
           }
-      REQUIRE_PARITY_F64(download_f64(*this, sdy_), sdy_ref, kBackwardSumGpuTol);
-      REQUIRE_PARITY_F64(download_f64(*this, sdyx_), sdyx_ref, kBackwardSumGpuTol);
-      for (size_t c = 0; c < C; ++c) {
-        CAPTURE(c, sdy_cpu[c], sdy_ref[c], sdyx_cpu[c], sdyx_ref[c]);
-        REQUIRE(std::abs(sdy_cpu[c] - sdy_ref[c]) <= kBackwardSumTol * std::max(1.0, sdy_abs[c]));
-        REQUIRE(std::abs(sdyx_cpu[c] - sdyx_ref[c]) <= kBackwardSumTol * std::max(1.0, sdyx_abs[c]));
-      }
 
-      // backward apply: into another buffer, then in place (dx = dy)
-      const auto a = random_vector(s.c, ++seed), b = random_vector(s.c, ++seed), d = random_vector(s.c, ++seed);
-      std::vector<float> dx_cpu(static_cast<size_t>(n));
-      ops::batchnorm_backward_apply_cpu(s, x.data(), dy_cpu.data(), a.data(), b.data(), d.data(), dx_cpu.data());
-      Tensor a_ = upload(Shape{s.c}, a), b_ = upload(Shape{s.c}, b), d_ = upload(Shape{s.c}, d);
-      Tensor dx_ = upload_bf16(*this, bf16_bits(random_vector(n, ++seed)));  // garbage: must be overwritten
-      settle();
-      ops::batchnorm_backward_apply_bf16_cuda(s, x_.raw_data(), dy_.raw_data(), a_.data<float>(), b_.data<float>(),
-                                              d_.data<float>(), dx_.raw_data(), ctx.raw_stream());
-      const auto dx_gpu = bf16_values(download_bf16(*this, dx_));
-      LS_REQUIRE_PARITY(dx_gpu, bf16_rounded(dx_cpu), kBf16OutTol);
-      REQUIRE_BF16_ROUNDING_OF(dx_gpu, dx_cpu, kApplyTol);
-      ops::batchnorm_backward_apply_bf16_cuda(s, x_.raw_data(), dy_.raw_data(), a_.data<float>(), b_.data<float>(),
-                                              d_.data<float>(), dy_.raw_data(), ctx.raw_stream());
-      LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, dy_)), dx_gpu, 0.0);  // in place: the same values
+          // backward apply: into another buffer, then in place (dx = dy)
+          const auto a = random_vector(s.c, ++seed), b = random_vector(s.c, ++seed), d = random_vector(s.c, ++seed);
+          std::vector<float> dx_cpu(static_cast<size_t>(n));
+          ops::batchnorm_backward_apply_cpu(s, x.data(), dy_cpu.data(), a.data(), b.data(), d.data(), dx_cpu.data());
+          Tensor a_ = upload(Shape{s.c}, a), b_ = upload(Shape{s.c}, b), d_ = upload(Shape{s.c}, d);
+          Tensor dx_ = upload_16(*this, dt, bits_16(dt, random_vector(n, ++seed)));  // garbage: must be overwritten
+          settle();
+          ops::batchnorm_backward_apply_16_cuda(dt, s, x_.raw_data(), dy_.raw_data(), a_.data<float>(),
+                                                b_.data<float>(), d_.data<float>(), dx_.raw_data(), ctx.raw_stream());
+          const auto dx_gpu = values_16(dt, download_16(*this, dx_));
+          LS_REQUIRE_PARITY(dx_gpu, rounded_16(dt, dx_cpu), out_tol);
+          REQUIRE_16BIT_ROUNDING_OF(dt, dx_gpu, dx_cpu, kApplyTol);
+          ops::batchnorm_backward_apply_16_cuda(dt, s, x_.raw_data(), dy_.raw_data(), a_.data<float>(),
+                                                b_.data<float>(), d_.data<float>(), dy_.raw_data(), ctx.raw_stream());
+          LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dy_)), dx_gpu, 0.0);  // in place: the same values
+        }
+      }
     }
-  }
 }
 
 TEST_CASE_METHOD(GpuFixture, "batchnorm per-channel math kernels reproduce nn/batchnorm.cpp exactly", "[batchnorm]") {

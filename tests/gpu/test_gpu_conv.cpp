@@ -23,6 +23,10 @@
 //     db sums the same bf16 dy values as the CPU (fp64 vs fp32 order): 1e-4.
 //     The masked dy must match exactly: the GPU masks with bf16(y_cpu), whose
 //     sign is y_cpu's.
+//   fp16 (ConvData::F16): the same argument with 11 significant bits (2^-11
+//     per rounding): y within 3 x 2^-11 ~ 1.5e-3: tolerance 2e-3; dx and dw
+//     rounded once: 1.5e-3. Every value here is far inside fp16's range
+//     (|y|, |dw| <= a few tens).
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -43,6 +47,8 @@ constexpr double kForwardTol = 5e-5;
 constexpr double kBackwardTol = 1e-4;
 constexpr double kBf16Tol = 1e-2;
 constexpr double kBf16OutTol = 1.5e-2;  // y: two roundings
+constexpr double kF16Tol = 1.5e-3;
+constexpr double kF16OutTol = 2e-3;  // y: two roundings
 
 // The tensor helpers copy on the legacy default stream; the ops run on the
 // context's non-blocking stream. Wait for everything before launching.
@@ -106,67 +112,74 @@ void check_case(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s,
   LS_REQUIRE_PARITY(f.download(dx_), dx_cpu, kBackwardTol);  // untouched when dx is null
 }
 
-// The same for a bf16 convolution: bf16-rounded inputs on both sides.
-void check_case_bf16(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s, bool relu, bool bias,
-                     bool accumulate, bool with_dx, uint64_t seed) {
+// The same for a 16-bit convolution (dt = BF16 or F16): 16-bit-rounded inputs on both sides.
+void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Conv2dShape& s, bool relu, bool bias,
+                   bool accumulate, bool with_dx, uint64_t seed) {
   const Sizes z = sizes(s);
-  const auto x16 = bf16_bits(random_vector(z.x, seed + 1)), w16 = bf16_bits(random_vector(z.w, seed + 2));
-  const auto dy16 = bf16_bits(random_vector(z.y, seed + 4));
-  const auto x = bf16_values(x16), w = bf16_values(w16), dy0 = bf16_values(dy16);
+  const double out_tol = dt == DType::BF16 ? kBf16OutTol : kF16OutTol;
+  const double tol = dt == DType::BF16 ? kBf16Tol : kF16Tol;
+  const auto x16 = bits_16(dt, random_vector(z.x, seed + 1)), w16 = bits_16(dt, random_vector(z.w, seed + 2));
+  const auto dy16 = bits_16(dt, random_vector(z.y, seed + 4));
+  const auto x = values_16(dt, x16), w = values_16(dt, w16), dy0 = values_16(dt, dy16);
   const auto b = random_vector(s.oc, seed + 3), dw0 = random_vector(z.w, seed + 5), db0 = random_vector(s.oc, seed + 6);
-  const auto dx016 = bf16_bits(random_vector(z.x, seed + 7));
+  const auto dx016 = bits_16(dt, random_vector(z.x, seed + 7));
 
   ops::Workspace ws;
   std::vector<float> y_cpu(static_cast<size_t>(z.y));
   ops::conv2d_forward_cpu(s, x.data(), w.data(), bias ? b.data() : nullptr, y_cpu.data(), relu, ws);
-  auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0, dx_cpu = bf16_values(dx016);
+  auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0, dx_cpu = values_16(dt, dx016);
   ops::conv2d_backward_cpu(s, x.data(), w.data(), y_cpu.data(), dy_cpu.data(), with_dx ? dx_cpu.data() : nullptr,
                            dw_cpu.data(), bias ? db_cpu.data() : nullptr, accumulate, relu, ws);
 
-  Tensor x_ = upload_bf16(f, x16), w_ = upload_bf16(f, w16), b_ = f.upload(Shape{s.oc}, b);
-  Tensor y_ = f.device_zeros(Shape{z.y}, DType::BF16), yref_ = upload_bf16(f, bf16_bits(y_cpu));
-  Tensor dy_ = upload_bf16(f, dy16), dx_ = upload_bf16(f, dx016);
+  Tensor x_ = upload_16(f, dt, x16), w_ = upload_16(f, dt, w16), b_ = f.upload(Shape{s.oc}, b);
+  Tensor y_ = f.device_zeros(Shape{z.y}, dt), yref_ = upload_16(f, dt, bits_16(dt, y_cpu));
+  Tensor dy_ = upload_16(f, dt, dy16), dx_ = upload_16(f, dt, dx016);
   Tensor dw_ = f.upload(Shape{z.w}, dw0), db_ = f.upload(Shape{s.oc}, db0);
   settle();
-  conv.forward_bf16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
-  conv.backward_bf16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), yref_.raw_data(), dy_.raw_data(),
-                     with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
-                     accumulate, relu);
-  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, y_)), y_cpu, kBf16OutTol);
-  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, dy_)), dy_cpu, 0.0);
-  LS_REQUIRE_PARITY(f.download(dw_), dw_cpu, kBf16Tol);
+  conv.forward_16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
+  conv.backward_16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), yref_.raw_data(), dy_.raw_data(),
+                   with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
+                   accumulate, relu);
+  LS_REQUIRE_PARITY(values_16(dt, download_16(f, y_)), y_cpu, out_tol);
+  LS_REQUIRE_PARITY(values_16(dt, download_16(f, dy_)), dy_cpu, 0.0);
+  LS_REQUIRE_PARITY(f.download(dw_), dw_cpu, tol);
   LS_REQUIRE_PARITY(f.download(db_), db_cpu, kBackwardTol);                      // untouched when bias is null
-  LS_REQUIRE_PARITY(bf16_values(download_bf16(f, dx_)), dx_cpu, kBf16Tol);      // untouched when dx is null
+  LS_REQUIRE_PARITY(values_16(dt, download_16(f, dx_)), dx_cpu, tol);      // untouched when dx is null
 }
 
 }  // namespace
 
-TEST_CASE_METHOD(GpuFixture, "conv2d bf16 forward and backward match the CPU on bf16-rounded inputs", "[conv]") {
-  uint64_t seed = 9000;
-  for (const ConvCase& k : kCases) {
-    const ops::Conv2dShape s = make_shape(k);
-    CAPTURE(k.n, k.c, k.h, k.w, k.oc, k.k, k.stride, k.pad);
-    ops::Conv2dCuda conv(s.oc, s.g, ops::ConvData::BF16);
-    CHECK(conv.data() == ops::ConvData::BF16);
-    for (int relu = 0; relu < 2; ++relu)
-      for (int bias = 0; bias < 2; ++bias)
-        for (int accumulate = 0; accumulate < 2; ++accumulate) {
-          CAPTURE(relu, bias, accumulate);
-          check_case_bf16(*this, conv, s, relu, bias, accumulate, /*with_dx=*/true, seed += 10);
-        }
-    INFO("dx null");
-    check_case_bf16(*this, conv, s, /*relu=*/true, /*bias=*/true, /*accumulate=*/false, /*with_dx=*/false,
+TEST_CASE_METHOD(GpuFixture, "conv2d 16-bit forward and backward match the CPU on 16-bit-rounded inputs", "[conv]") {
+  for (const DType dt : {DType::BF16, DType::F16}) {
+    INFO("dtype " << dtype_name(dt));
+    const ops::ConvData data = dt == DType::BF16 ? ops::ConvData::BF16 : ops::ConvData::F16;
+    uint64_t seed = 9000;
+    for (const ConvCase& k : kCases) {
+      const ops::Conv2dShape s = make_shape(k);
+      CAPTURE(k.n, k.c, k.h, k.w, k.oc, k.k, k.stride, k.pad);
+      ops::Conv2dCuda conv(s.oc, s.g, data);
+      CHECK(conv.data() == data);
+      for (int relu = 0; relu < 2; ++relu)
+        for (int bias = 0; bias < 2; ++bias)
+          for (int accumulate = 0; accumulate < 2; ++accumulate) {
+            CAPTURE(relu, bias, accumulate);
+            check_case_16(*this, dt, conv, s, relu, bias, accumulate, /*with_dx=*/true, seed += 10);
+          }
+      INFO("dx null");
+      check_case_16(*this, dt, conv, s, /*relu=*/true, /*bias=*/true, /*accumulate=*/false, /*with_dx=*/false,
                     seed += 10);
-    const auto algos = conv.algorithms(ctx, s.n);
-    INFO("cuDNN bf16 algorithms: forward " << algos.forward << ", backward data " << algos.backward_data
-                                           << ", backward filter " << algos.backward_filter);
-    CHECK(algos.forward >= 0);
+      const auto algos = conv.algorithms(ctx, s.n);
+      INFO("cuDNN 16-bit algorithms: forward " << algos.forward << ", backward data " << algos.backward_data
+                                               << ", backward filter " << algos.backward_filter);
+      CHECK(algos.forward >= 0);
+    }
   }
   // The precisions' entry points are not interchangeable.
   const ops::Conv2dShape s = make_shape(kCases[0]);
-  ops::Conv2dCuda f32(s.oc, s.g), b16(s.oc, s.g, ops::ConvData::BF16);
-  CHECK_THROWS(f32.forward_bf16(ctx, s.n, nullptr, nullptr, nullptr, nullptr, false));
+  ops::Conv2dCuda f32(s.oc, s.g), b16(s.oc, s.g, ops::ConvData::BF16), h16(s.oc, s.g, ops::ConvData::F16);
+  CHECK_THROWS(f32.forward_16(ctx, s.n, nullptr, nullptr, nullptr, nullptr, false));
   CHECK_THROWS(b16.forward(ctx, s.n, nullptr, nullptr, nullptr, nullptr, false));
+  CHECK_THROWS(h16.backward(ctx, s.n, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, false, false));
 }
 
 TEST_CASE_METHOD(GpuFixture, "conv2d forward and backward match the CPU", "[conv]") {

@@ -1,18 +1,28 @@
 // GPU elementwise ops (ops/elementwise_cuda.h) against the CPU ops: ReLU,
 // residual adds, scaling and dropout, out of place and in place, at sizes from
 // one element to more than one grid-stride sweep (4096 blocks x 256 threads),
-// in fp32 and in bf16 (the *_bf16_cuda variants).
+// in fp32 and in both 16-bit types, bf16 and IEEE fp16 (the *_16_cuda variants).
 //
 // Tolerance: none. Each output element is a single IEEE fp32 operation (or a
 // compare and select) on the same inputs on both sides, with no multiply-add
 // that could be contracted to an FMA, so GPU and CPU agree exactly; dropout
 // masks come from the same integer hash (ops/dropout_hash.h). Compared with ==,
 // so +0 and -0 count as equal.
-// bf16: inputs are bf16-rounded random values, uploaded as bf16; the reference
-// is the CPU op on the same values in fp32, rounded to bf16. The GPU widens
-// (exactly), evaluates the same single fp32 operation and rounds once to
-// nearest even, as the reference does, so again tolerance none; bf16 dropout
-// masks equal the CPU (= fp32) masks.
+// 16-bit (each case runs for DType::BF16 and DType::F16): inputs are random
+// values rounded to dt, uploaded as dt; the reference is the CPU op on the same
+// values widened to fp32, rounded to dt (rounded_16: nearest even, the wire
+// path's conversions). The GPU widens (exactly), evaluates the same single
+// fp32 operation and rounds once to nearest even, as the reference does, so
+// again tolerance none, for either type; 16-bit dropout masks equal the CPU
+// (= fp32) masks.
+// fp16 range: inputs are in [-1, 1) and outputs at most 10x that (dropout
+// p = 0.9), far below fp16's 65504. About 6e-5 of the draws fall below fp16's
+// smallest normal (2^-14) and become fp16 subnormals; they stay exact: widening
+// an fp16 subnormal gives an fp32 normal, every fp32 result here (a select, a
+// sum of two fp16 values, a product by keep / (1 - p) >= 1) is 0 or at least
+// 2^-24 in magnitude, so no fp32 subnormal (or flush to zero) arises, and the
+// final rounding into fp16's subnormal range is the same IEEE round to nearest
+// even on the GPU (__float2half_rn) and on the host (_Float16).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -68,8 +78,12 @@ std::vector<uint8_t> download_u8(GpuFixture& f, const Tensor& d) {
   return std::vector<uint8_t>(p, p + h.numel());
 }
 
-// A BF16 device tensor's values, widened to fp32 (exact).
-std::vector<float> download_bf16_values(GpuFixture& f, const Tensor& t) { return bf16_values(download_bf16(f, t)); }
+// A 16-bit (dt) device tensor's values, widened to fp32 (exact).
+std::vector<float> download_16_values(GpuFixture& f, DType dt, const Tensor& t) {
+  return values_16(dt, download_16(f, t));
+}
+
+constexpr DType k16BitTypes[] = {DType::BF16, DType::F16};
 
 Tensor upload_u8(GpuFixture& f, const std::vector<uint8_t>& v) {
   Tensor h = Tensor::zeros(Shape{static_cast<int64_t>(v.size())}, DType::U8);
@@ -206,110 +220,115 @@ TEST_CASE_METHOD(GpuFixture, "GPU dropout: a sample's mask does not depend on ho
   CHECK(std::abs(static_cast<double>(kept) / n - (1 - p)) < 0.02);
 }
 
-TEST_CASE_METHOD(GpuFixture, "GPU bf16 ReLU forward and backward equal the CPU ops on bf16 values, rounded",
+TEST_CASE_METHOD(GpuFixture, "GPU 16-bit ReLU forward and backward equal the CPU ops on 16-bit values, rounded",
                  "[elementwise]") {
   const cudaStream_t s = ctx.raw_stream();
-  for (const int64_t n : kSizes) {
-    INFO("n = " << n);
-    const auto x16 = bf16_bits(random_vector(n, 100 + n));
-    const auto dy16 = bf16_bits(random_vector(n, 200 + n));
-    const auto x = bf16_values(x16), dy = bf16_values(dy16);
-    std::vector<float> y_cpu(n), dx_cpu(n);
-    relu_forward_cpu(n, x.data(), y_cpu.data());
-    relu_backward_cpu(n, y_cpu.data(), dy.data(), dx_cpu.data());  // y_cpu holds bf16 values: the GPU's y
-    const auto y_ref = bf16_rounded(y_cpu), dx_ref = bf16_rounded(dx_cpu);
+  for (const DType dt : k16BitTypes)
+    for (const int64_t n : kSizes) {
+      INFO(dtype_name(dt) << ", n = " << n);
+      const auto x16 = bits_16(dt, random_vector(n, 100 + n));
+      const auto dy16 = bits_16(dt, random_vector(n, 200 + n));
+      const auto x = values_16(dt, x16), dy = values_16(dt, dy16);
+      std::vector<float> y_cpu(n), dx_cpu(n);
+      relu_forward_cpu(n, x.data(), y_cpu.data());
+      relu_backward_cpu(n, y_cpu.data(), dy.data(), dx_cpu.data());  // y_cpu holds dt values: the GPU's y
+      const auto y_ref = rounded_16(dt, y_cpu), dx_ref = rounded_16(dt, dx_cpu);  // tolerance none
 
-    Tensor dx_in = upload_bf16(*this, x16), d_y = device_zeros(Shape{n}, DType::BF16);
-    relu_forward_bf16_cuda(n, dx_in.raw_data(), d_y.raw_data(), s);
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, d_y), y_ref);
-    relu_forward_bf16_cuda(n, dx_in.raw_data(), dx_in.raw_data(), s);  // in place
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, dx_in), y_ref);
+      Tensor dx_in = upload_16(*this, dt, x16), d_y = device_zeros(Shape{n}, dt);
+      relu_forward_16_cuda(dt, n, dx_in.raw_data(), d_y.raw_data(), s);
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, d_y), y_ref);
+      relu_forward_16_cuda(dt, n, dx_in.raw_data(), dx_in.raw_data(), s);  // in place
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, dx_in), y_ref);
 
-    Tensor d_dy = upload_bf16(*this, dy16), d_dx = device_zeros(Shape{n}, DType::BF16);
-    relu_backward_bf16_cuda(n, d_y.raw_data(), d_dy.raw_data(), d_dx.raw_data(), s);
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, d_dx), dx_ref);
-    relu_backward_bf16_cuda(n, d_y.raw_data(), d_dy.raw_data(), d_dy.raw_data(), s);  // dx = dy in place
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, d_dy), dx_ref);
-  }
+      Tensor d_dy = upload_16(*this, dt, dy16), d_dx = device_zeros(Shape{n}, dt);
+      relu_backward_16_cuda(dt, n, d_y.raw_data(), d_dy.raw_data(), d_dx.raw_data(), s);
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, d_dx), dx_ref);
+      relu_backward_16_cuda(dt, n, d_y.raw_data(), d_dy.raw_data(), d_dy.raw_data(), s);  // dx = dy in place
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, d_dy), dx_ref);
+    }
 }
 
-TEST_CASE_METHOD(GpuFixture, "GPU bf16 add_relu and add_inplace equal the CPU results, rounded", "[elementwise]") {
+TEST_CASE_METHOD(GpuFixture, "GPU 16-bit add_relu and add_inplace equal the CPU results, rounded", "[elementwise]") {
   const cudaStream_t s = ctx.raw_stream();
-  for (const int64_t n : kSizes) {
-    INFO("n = " << n);
-    const auto a16 = bf16_bits(random_vector(n, 300 + n));
-    const auto b16 = bf16_bits(random_vector(n, 400 + n));
-    const auto a = bf16_values(a16), b = bf16_values(b16);
-    std::vector<float> y_cpu(n);
-    add_relu_cpu(n, a.data(), b.data(), y_cpu.data());
-    const auto y_ref = bf16_rounded(y_cpu);  // a + b in fp32, ReLU, one rounding
+  for (const DType dt : k16BitTypes)
+    for (const int64_t n : kSizes) {
+      INFO(dtype_name(dt) << ", n = " << n);
+      const auto a16 = bits_16(dt, random_vector(n, 300 + n));
+      const auto b16 = bits_16(dt, random_vector(n, 400 + n));
+      const auto a = values_16(dt, a16), b = values_16(dt, b16);
+      std::vector<float> y_cpu(n);
+      add_relu_cpu(n, a.data(), b.data(), y_cpu.data());
+      const auto y_ref = rounded_16(dt, y_cpu);  // a + b in fp32, ReLU, one rounding: tolerance none
 
-    Tensor da = upload_bf16(*this, a16), db = upload_bf16(*this, b16), dy = device_zeros(Shape{n}, DType::BF16);
-    add_relu_bf16_cuda(n, da.raw_data(), db.raw_data(), dy.raw_data(), s);
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, dy), y_ref);
-    add_relu_bf16_cuda(n, da.raw_data(), db.raw_data(), da.raw_data(), s);  // y = a
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, da), y_ref);
-    da = upload_bf16(*this, a16);
-    add_relu_bf16_cuda(n, da.raw_data(), db.raw_data(), db.raw_data(), s);  // y = b
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, db), y_ref);
+      Tensor da = upload_16(*this, dt, a16), db = upload_16(*this, dt, b16), dy = device_zeros(Shape{n}, dt);
+      add_relu_16_cuda(dt, n, da.raw_data(), db.raw_data(), dy.raw_data(), s);
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, dy), y_ref);
+      add_relu_16_cuda(dt, n, da.raw_data(), db.raw_data(), da.raw_data(), s);  // y = a
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, da), y_ref);
+      da = upload_16(*this, dt, a16);
+      add_relu_16_cuda(dt, n, da.raw_data(), db.raw_data(), db.raw_data(), s);  // y = b
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, db), y_ref);
 
-    std::vector<float> sum_cpu = b;
-    add_inplace_cpu(n, a.data(), sum_cpu.data());
-    db = upload_bf16(*this, b16);
-    add_inplace_bf16_cuda(n, da.raw_data(), db.raw_data(), s);
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, db), bf16_rounded(sum_cpu));
-    std::vector<float> twice_cpu = a;
-    add_inplace_cpu(n, a.data(), twice_cpu.data());
-    add_inplace_bf16_cuda(n, da.raw_data(), da.raw_data(), s);  // x = y: doubles
-    REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, da), bf16_rounded(twice_cpu));
-  }
+      std::vector<float> sum_cpu = b;
+      add_inplace_cpu(n, a.data(), sum_cpu.data());
+      db = upload_16(*this, dt, b16);
+      add_inplace_16_cuda(dt, n, da.raw_data(), db.raw_data(), s);
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, db), rounded_16(dt, sum_cpu));
+      std::vector<float> twice_cpu = a;
+      add_inplace_cpu(n, a.data(), twice_cpu.data());
+      add_inplace_16_cuda(dt, n, da.raw_data(), da.raw_data(), s);  // x = y: doubles
+      REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, da), rounded_16(dt, twice_cpu));
+    }
 }
 
-TEST_CASE_METHOD(GpuFixture, "GPU bf16 dropout: masks equal the CPU ones, outputs the CPU's rounded", "[elementwise]") {
+TEST_CASE_METHOD(GpuFixture, "GPU 16-bit dropout: masks equal the CPU ones, outputs the CPU's rounded",
+                 "[elementwise]") {
   const cudaStream_t s = ctx.raw_stream();
   struct Case {
     int64_t rows, row_len, row0;
   };
   const Case cases[] = {{1, 1, 0}, {1, 1000003, 7}, {5, 37, 3}, {64, 1001, 1000}, {1000003, 1, 12345},
                         {3, 1000003, 0}, {129, 2311, 99991}};
-  for (const Case& c : cases)
-    for (const float p : {0.f, 0.1f, 0.5f, 0.9f})
-      for (const uint64_t key : {uint64_t{1}, uint64_t{0xDEADBEEFCAFEF00Dull}}) {
-        const int64_t n = c.rows * c.row_len;
-        INFO("rows " << c.rows << " row_len " << c.row_len << " row0 " << c.row0 << " p " << p << " key " << key);
-        const auto x16 = bf16_bits(random_vector(n, 500 + n));
-        const auto x = bf16_values(x16);
-        std::vector<float> y_cpu(n);
-        std::vector<uint8_t> mask_cpu(n);
-        dropout_forward_cpu(c.rows, c.row_len, c.row0, key, p, x.data(), y_cpu.data(), mask_cpu.data());
-        const auto y_ref = bf16_rounded(y_cpu);
+  for (const DType dt : k16BitTypes)
+    for (const Case& c : cases)
+      for (const float p : {0.f, 0.1f, 0.5f, 0.9f})
+        for (const uint64_t key : {uint64_t{1}, uint64_t{0xDEADBEEFCAFEF00Dull}}) {
+          const int64_t n = c.rows * c.row_len;
+          INFO(dtype_name(dt) << ", rows " << c.rows << " row_len " << c.row_len << " row0 " << c.row0 << " p " << p
+                              << " key " << key);
+          const auto x16 = bits_16(dt, random_vector(n, 500 + n));
+          const auto x = values_16(dt, x16);
+          std::vector<float> y_cpu(n);
+          std::vector<uint8_t> mask_cpu(n);
+          dropout_forward_cpu(c.rows, c.row_len, c.row0, key, p, x.data(), y_cpu.data(), mask_cpu.data());
+          const auto y_ref = rounded_16(dt, y_cpu);  // x * (keep / (1 - p)) in fp32, one rounding: tolerance none
 
-        Tensor dx = upload_bf16(*this, x16), dy = device_zeros(Shape{n}, DType::BF16);
-        Tensor dmask = device_zeros(Shape{n}, DType::U8);
-        dropout_forward_bf16_cuda(c.rows, c.row_len, c.row0, key, p, dx.raw_data(), dy.raw_data(),
+          Tensor dx = upload_16(*this, dt, x16), dy = device_zeros(Shape{n}, dt);
+          Tensor dmask = device_zeros(Shape{n}, DType::U8);
+          dropout_forward_16_cuda(dt, c.rows, c.row_len, c.row0, key, p, dx.raw_data(), dy.raw_data(),
                                   dmask.data<uint8_t>(), s);
-        REQUIRE_EQUAL_VECTORS(download_u8(*this, dmask), mask_cpu);
-        REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, dy), y_ref);
+          REQUIRE_EQUAL_VECTORS(download_u8(*this, dmask), mask_cpu);
+          REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, dy), y_ref);
 
-        // In place (y = x), with a stale mask that must be fully overwritten.
-        Tensor dmask2 = upload_u8(*this, std::vector<uint8_t>(n, 7));
-        dropout_forward_bf16_cuda(c.rows, c.row_len, c.row0, key, p, dx.raw_data(), dx.raw_data(),
+          // In place (y = x), with a stale mask that must be fully overwritten.
+          Tensor dmask2 = upload_u8(*this, std::vector<uint8_t>(n, 7));
+          dropout_forward_16_cuda(dt, c.rows, c.row_len, c.row0, key, p, dx.raw_data(), dx.raw_data(),
                                   dmask2.data<uint8_t>(), s);
-        REQUIRE_EQUAL_VECTORS(download_u8(*this, dmask2), mask_cpu);
-        REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, dx), y_ref);
+          REQUIRE_EQUAL_VECTORS(download_u8(*this, dmask2), mask_cpu);
+          REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, dx), y_ref);
 
-        // Backward from the mask, out of place and in place (dx = dy).
-        const auto g16 = bf16_bits(random_vector(n, 600 + n));
-        const auto g = bf16_values(g16);
-        std::vector<float> dx_cpu(n);
-        dropout_backward_cpu(n, p, mask_cpu.data(), g.data(), dx_cpu.data());
-        const auto dx_ref = bf16_rounded(dx_cpu);
-        Tensor dg = upload_bf16(*this, g16), dgx = device_zeros(Shape{n}, DType::BF16);
-        dropout_backward_bf16_cuda(n, p, dmask.data<uint8_t>(), dg.raw_data(), dgx.raw_data(), s);
-        REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, dgx), dx_ref);
-        dropout_backward_bf16_cuda(n, p, dmask.data<uint8_t>(), dg.raw_data(), dg.raw_data(), s);
-        REQUIRE_EQUAL_VECTORS(download_bf16_values(*this, dg), dx_ref);
-      }
+          // Backward from the mask, out of place and in place (dx = dy).
+          const auto g16 = bits_16(dt, random_vector(n, 600 + n));
+          const auto g = values_16(dt, g16);
+          std::vector<float> dx_cpu(n);
+          dropout_backward_cpu(n, p, mask_cpu.data(), g.data(), dx_cpu.data());
+          const auto dx_ref = rounded_16(dt, dx_cpu);
+          Tensor dg = upload_16(*this, dt, g16), dgx = device_zeros(Shape{n}, dt);
+          dropout_backward_16_cuda(dt, n, p, dmask.data<uint8_t>(), dg.raw_data(), dgx.raw_data(), s);
+          REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, dgx), dx_ref);
+          dropout_backward_16_cuda(dt, n, p, dmask.data<uint8_t>(), dg.raw_data(), dg.raw_data(), s);
+          REQUIRE_EQUAL_VECTORS(download_16_values(*this, dt, dg), dx_ref);
+        }
 }
 
 TEST_CASE_METHOD(GpuFixture, "GPU elementwise ops accept n = 0", "[elementwise]") {
@@ -322,13 +341,30 @@ TEST_CASE_METHOD(GpuFixture, "GPU elementwise ops accept n = 0", "[elementwise]"
   dropout_forward_cuda(0, 10, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
   dropout_forward_cuda(10, 0, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
   dropout_backward_cuda(0, 0.5f, nullptr, nullptr, nullptr, s);
-  relu_forward_bf16_cuda(0, nullptr, nullptr, s);
-  relu_backward_bf16_cuda(0, nullptr, nullptr, nullptr, s);
-  add_relu_bf16_cuda(0, nullptr, nullptr, nullptr, s);
-  add_inplace_bf16_cuda(0, nullptr, nullptr, s);
-  dropout_forward_bf16_cuda(0, 10, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
-  dropout_forward_bf16_cuda(10, 0, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
-  dropout_backward_bf16_cuda(0, 0.5f, nullptr, nullptr, nullptr, s);
+  for (const DType dt : k16BitTypes) {
+    INFO(dtype_name(dt));
+    relu_forward_16_cuda(dt, 0, nullptr, nullptr, s);
+    relu_backward_16_cuda(dt, 0, nullptr, nullptr, nullptr, s);
+    add_relu_16_cuda(dt, 0, nullptr, nullptr, nullptr, s);
+    add_inplace_16_cuda(dt, 0, nullptr, nullptr, s);
+    dropout_forward_16_cuda(dt, 0, 10, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
+    dropout_forward_16_cuda(dt, 10, 0, 0, 1, 0.5f, nullptr, nullptr, nullptr, s);
+    dropout_backward_16_cuda(dt, 0, 0.5f, nullptr, nullptr, nullptr, s);
+  }
   ctx.synchronize();
   LS_CUDA_CHECK(cudaGetLastError());
+}
+
+TEST_CASE_METHOD(GpuFixture, "GPU 16-bit elementwise ops reject types other than BF16 and F16", "[elementwise]") {
+  // dt is checked before anything else, so n = 0 and null pointers suffice; nothing is launched.
+  const cudaStream_t s = ctx.raw_stream();
+  for (const DType dt : {DType::F32, DType::F64, DType::I32, DType::U8}) {
+    INFO(dtype_name(dt));
+    REQUIRE_THROWS(relu_forward_16_cuda(dt, 0, nullptr, nullptr, s));
+    REQUIRE_THROWS(relu_backward_16_cuda(dt, 0, nullptr, nullptr, nullptr, s));
+    REQUIRE_THROWS(add_relu_16_cuda(dt, 0, nullptr, nullptr, nullptr, s));
+    REQUIRE_THROWS(add_inplace_16_cuda(dt, 0, nullptr, nullptr, s));
+    REQUIRE_THROWS(dropout_forward_16_cuda(dt, 0, 10, 0, 1, 0.5f, nullptr, nullptr, nullptr, s));
+    REQUIRE_THROWS(dropout_backward_16_cuda(dt, 0, 0.5f, nullptr, nullptr, nullptr, s));
+  }
 }

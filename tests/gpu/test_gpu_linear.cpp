@@ -1,5 +1,5 @@
-// Linear on the GPU (cuBLAS) against the CPU op: forward and backward, fp32 and
-// bf16, with and without bias, fused ReLU, gradient accumulation and dx.
+// Linear on the GPU (cuBLAS) against the CPU op: forward and backward, fp32,
+// bf16 and fp16, with and without bias, fused ReLU, gradient accumulation and dx.
 //
 // Tolerances (max |gpu - cpu| / max(1, |cpu|), see LS_REQUIRE_PARITY):
 //   fp32 forward 5e-5: each output is a dot product of `in` (<= 300) products of
@@ -14,6 +14,10 @@
 //     rounded to bf16 once (relative error <= 2^-8 ~ 0.004: 8 significant bits, round to nearest): tolerance 1e-2.
 //     dw (fp32, tensor cores, fp32 accumulation of exact bf16 products) and db
 //     (fp32) differ from the CPU only in summation order: tolerance 1e-3.
+//   fp16: the same with 11 significant bits: y and dx within 2^-11 ~ 5e-4 of
+//     the fp32 value, plus one ulp (2^-10) where a summation-order difference
+//     flips the rounding: tolerance 2e-3; dw and db as for bf16. Values here
+//     stay far below fp16's 65504 (|y| <= in <= 300 at the very worst).
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -34,7 +38,8 @@ namespace {
 constexpr double kForwardTol = 5e-5;
 constexpr double kBackwardTol = 1e-4;
 constexpr double kBf16OutTol = 1e-2;
-constexpr double kBf16GradTol = 1e-3;
+constexpr double k16BitGradTol = 1e-3;
+constexpr double kF16OutTol = 2e-3;
 
 // The tensor helpers copy on the legacy default stream; the ops run on the
 // context's non-blocking stream. Wait for everything before launching.
@@ -102,50 +107,56 @@ TEST_CASE_METHOD(GpuFixture, "linear fp32 backward with an empty batch zeroes or
   }
 }
 
-TEST_CASE_METHOD(GpuFixture, "linear bf16 forward and backward match the CPU on bf16-rounded inputs", "[linear]") {
-  uint64_t seed = 900;
-  for (const LinearShape& sh : kShapes)
-    for (int relu = 0; relu < 2; ++relu)
-      for (int bias = 0; bias < 2; ++bias)
-        for (int accumulate = 0; accumulate < 2; ++accumulate) {
-          const bool with_dx = !(relu && bias && accumulate);  // one combination without dx
-          const auto [B, in, out] = sh;
-          CAPTURE(B, in, out, relu, bias, accumulate, with_dx);
-          const auto x16 = bf16_bits(random_vector(B * in, ++seed)), w16 = bf16_bits(random_vector(out * in, ++seed));
-          const auto dy16 = bf16_bits(random_vector(B * out, ++seed));
-          const auto b = random_vector(out, ++seed), dw0 = random_vector(out * in, ++seed),
-                     db0 = random_vector(out, ++seed);
-          const auto x = bf16_values(x16), w = bf16_values(w16), dy0 = bf16_values(dy16);
+TEST_CASE_METHOD(GpuFixture, "linear 16-bit forward and backward match the CPU on 16-bit-rounded inputs",
+                 "[linear]") {
+  for (const DType dt : {DType::BF16, DType::F16}) {
+    INFO("dtype " << dtype_name(dt));
+    const double out_tol = dt == DType::BF16 ? kBf16OutTol : kF16OutTol;
+    uint64_t seed = 900;
+    for (const LinearShape& sh : kShapes)
+      for (int relu = 0; relu < 2; ++relu)
+        for (int bias = 0; bias < 2; ++bias)
+          for (int accumulate = 0; accumulate < 2; ++accumulate) {
+            const bool with_dx = !(relu && bias && accumulate);  // one combination without dx
+            const auto [B, in, out] = sh;
+            CAPTURE(B, in, out, relu, bias, accumulate, with_dx);
+            const auto x16 = bits_16(dt, random_vector(B * in, ++seed));
+            const auto w16 = bits_16(dt, random_vector(out * in, ++seed));
+            const auto dy16 = bits_16(dt, random_vector(B * out, ++seed));
+            const auto b = random_vector(out, ++seed), dw0 = random_vector(out * in, ++seed),
+                       db0 = random_vector(out, ++seed);
+            const auto x = values_16(dt, x16), w = values_16(dt, w16), dy0 = values_16(dt, dy16);
 
-          // Forward: CPU in fp32 on the rounded inputs; GPU rounds y to bf16 once.
-          std::vector<float> y_cpu(static_cast<size_t>(B * out));
-          ops::linear_forward_cpu(B, in, out, x.data(), w.data(), bias ? b.data() : nullptr, y_cpu.data(), relu);
-          Tensor x_ = upload_bf16(*this, x16), w_ = upload_bf16(*this, w16), b_ = upload(Shape{out}, b);
-          Tensor y_ = device_zeros(Shape{B * out}, DType::BF16);
-          settle();
-          ops::linear_forward_bf16_cuda(ctx, B, in, out, x_.raw_data(), w_.raw_data(),
+            // Forward: CPU in fp32 on the rounded inputs; GPU rounds y to the 16-bit type once.
+            std::vector<float> y_cpu(static_cast<size_t>(B * out));
+            ops::linear_forward_cpu(B, in, out, x.data(), w.data(), bias ? b.data() : nullptr, y_cpu.data(), relu);
+            Tensor x_ = upload_16(*this, dt, x16), w_ = upload_16(*this, dt, w16), b_ = upload(Shape{out}, b);
+            Tensor y_ = device_zeros(Shape{B * out}, dt);
+            settle();
+            ops::linear_forward_16_cuda(dt, ctx, B, in, out, x_.raw_data(), w_.raw_data(),
                                         bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
-          LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, y_)), y_cpu, kBf16OutTol);
+            LS_REQUIRE_PARITY(values_16(dt, download_16(*this, y_)), y_cpu, out_tol);
 
-          // Backward: both sides see the same bf16 y (the CPU's, rounded) and dy.
-          const auto yref16 = bf16_bits(y_cpu);
-          const auto yref = bf16_values(yref16);
-          auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0;
-          std::vector<float> dx_cpu(static_cast<size_t>(B * in), 0.f);
-          ops::linear_backward_cpu(B, in, out, x.data(), w.data(), yref.data(), dy_cpu.data(),
-                                   with_dx ? dx_cpu.data() : nullptr, dw_cpu.data(), bias ? db_cpu.data() : nullptr,
-                                   accumulate, relu);
-          Tensor yref_ = upload_bf16(*this, yref16), dy_ = upload_bf16(*this, dy16);
-          Tensor dx_ = device_zeros(Shape{B * in}, DType::BF16);
-          Tensor dw_ = upload(Shape{out, in}, dw0), db_ = upload(Shape{out}, db0);
-          settle();
-          ops::linear_backward_bf16_cuda(ctx, B, in, out, x_.raw_data(), w_.raw_data(), yref_.raw_data(),
+            // Backward: both sides see the same 16-bit y (the CPU's, rounded) and dy.
+            const auto yref16 = bits_16(dt, y_cpu);
+            const auto yref = values_16(dt, yref16);
+            auto dy_cpu = dy0, dw_cpu = dw0, db_cpu = db0;
+            std::vector<float> dx_cpu(static_cast<size_t>(B * in), 0.f);
+            ops::linear_backward_cpu(B, in, out, x.data(), w.data(), yref.data(), dy_cpu.data(),
+                                     with_dx ? dx_cpu.data() : nullptr, dw_cpu.data(), bias ? db_cpu.data() : nullptr,
+                                     accumulate, relu);
+            Tensor yref_ = upload_16(*this, dt, yref16), dy_ = upload_16(*this, dt, dy16);
+            Tensor dx_ = device_zeros(Shape{B * in}, dt);
+            Tensor dw_ = upload(Shape{out, in}, dw0), db_ = upload(Shape{out}, db0);
+            settle();
+            ops::linear_backward_16_cuda(dt, ctx, B, in, out, x_.raw_data(), w_.raw_data(), yref_.raw_data(),
                                          dy_.raw_data(), with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(),
                                          bias ? db_.data<float>() : nullptr, accumulate, relu);
-          // The mask only zeroes bf16 values: exact.
-          LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, dy_)), dy_cpu, 0.0);
-          LS_REQUIRE_PARITY(download(dw_), dw_cpu, kBf16GradTol);
-          LS_REQUIRE_PARITY(download(db_), db_cpu, kBf16GradTol);
-          LS_REQUIRE_PARITY(bf16_values(download_bf16(*this, dx_)), dx_cpu, kBf16OutTol);
-        }
+            // The mask only zeroes 16-bit values: exact.
+            LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dy_)), dy_cpu, 0.0);
+            LS_REQUIRE_PARITY(download(dw_), dw_cpu, k16BitGradTol);
+            LS_REQUIRE_PARITY(download(db_), db_cpu, k16BitGradTol);
+            LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dx_)), dx_cpu, out_tol);
+          }
+  }
 }

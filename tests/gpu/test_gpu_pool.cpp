@@ -10,17 +10,28 @@
 // padding check the tie-breaking (first maximum in window order) and that
 // padding never wins.
 //
-// bf16 variants (*_bf16_cuda): inputs are bf16-rounded random values uploaded
-// as bf16; the reference is the CPU op on the same values in fp32, rounded to
-// bf16 (bf16_rounded). The GPU widens exactly, evaluates the fp32 variant's
-// expressions in the same order in fp32 registers and rounds each output once,
-// so max and average pooling (forward and backward, overlapping max-pool
-// windows included: their gradients are summed in fp32 and rounded once) and
-// global average pooling backward are compared exactly (tolerance 0, argmax
-// equal). Global average pooling forward: the fp32 results may differ by one
-// fp32 ulp (double sums in another order, as above), and two fp32 values one
-// ulp apart can round to adjacent bf16 values: tolerance one bf16 ulp, 2^-7
-// relative (the bf16 significand has 8 bits).
+// 16-bit variants (*_16_cuda; each case runs for DType::BF16 and DType::F16):
+// inputs are random values rounded to dt and uploaded as dt; the reference is
+// the CPU op on the same values widened to fp32, rounded to dt (rounded_16).
+// The GPU widens exactly, evaluates the fp32 variant's expressions in the same
+// order in fp32 registers and rounds each output once (nearest even), as the
+// reference does, so max and average pooling (forward and backward,
+// overlapping max-pool windows included: their gradients are summed in fp32 and
+// rounded once) and global average pooling backward are compared exactly
+// (tolerance 0, argmax equal), for either type. Global average pooling
+// forward: the fp32 results may differ by one fp32 ulp (double sums in another
+// order, as above), and two fp32 values one ulp apart can round to adjacent
+// 16-bit values: tolerance one 16-bit ulp at 1 (the parity measure is relative
+// above 1 and absolute below, where ulps are no larger), 2^(1 +
+// half_ulp_exponent): 2^-7 for bf16 (8 significant bits), 2^-10 for fp16 (11).
+// fp16 range: inputs are within [-2.5, 2.5] and outputs at most 9 in magnitude
+// (max-pool backward, 3x3 stride 1: at most 9 gradients per input), far below
+// fp16's 65504. Draws under 2^-14 in magnitude become fp16 subnormals and stay
+// exact: they widen to fp32 normals, every fp32 sum and product here (sums of
+// fp16 values, times 0.25, 1/(k*k) or 1/hw >= 1/3136) is 0 or far above fp32's
+// subnormal range, and the final rounding into fp16's subnormal range is the
+// same IEEE round to nearest even on the GPU (__float2half_rn) and on the host
+// (_Float16).
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -64,8 +75,12 @@ std::vector<float> pool_input(int64_t n, uint64_t seed, int kind) {
   return v;
 }
 
-// A BF16 device tensor's values, widened to fp32 (exact).
-std::vector<float> download_bf16_values(GpuFixture& f, const Tensor& t) { return bf16_values(download_bf16(f, t)); }
+// A 16-bit (dt) device tensor's values, widened to fp32 (exact).
+std::vector<float> download_16_values(GpuFixture& f, DType dt, const Tensor& t) {
+  return values_16(dt, download_16(f, t));
+}
+
+constexpr DType k16BitTypes[] = {DType::BF16, DType::F16};
 
 std::vector<int32_t> download_i32(GpuFixture& f, const Tensor& t) {
   f.ctx.synchronize();
@@ -166,7 +181,8 @@ TEST_CASE_METHOD(GpuFixture, "global average pooling matches the CPU", "[pool]")
   }
 }
 
-TEST_CASE_METHOD(GpuFixture, "maxpool2d bf16 forward and backward match the CPU on bf16 values exactly", "[pool]") {
+TEST_CASE_METHOD(GpuFixture, "maxpool2d 16-bit forward and backward match the CPU on 16-bit values exactly",
+                 "[pool]") {
   const PoolCase cases[] = {
       {6, 8, 8, 2, 2, 0},    // the CPU's 2x2 fast path
       {5, 9, 7, 2, 2, 0},    // odd sizes: the last row/column belongs to no window
@@ -177,37 +193,42 @@ TEST_CASE_METHOD(GpuFixture, "maxpool2d bf16 forward and backward match the CPU 
       {2, 6, 6, 4, 2, 2},    // padding = k / 2
       {7, 1, 1, 1, 1, 0},    // 1x1 planes
   };
-  uint64_t seed = 1010;
-  for (const PoolCase& c : cases)
-    for (int kind = 0; kind < 3; ++kind) {
-      CAPTURE(c.planes, c.h, c.w, c.k, c.stride, c.pad, kind);
-      const ops::Pool2dShape s = make_shape(c);
-      const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
-      const auto x16 = bf16_bits(pool_input(nx, ++seed, kind)), dy16 = bf16_bits(random_vector(ny, ++seed));
-      const auto dx0_16 = bf16_bits(random_vector(nx, ++seed));
-      const auto x = bf16_values(x16), dy = bf16_values(dy16);
+  for (const DType dt : k16BitTypes) {
+    uint64_t seed = 1010;
+    for (const PoolCase& c : cases)
+      for (int kind = 0; kind < 3; ++kind) {
+        INFO(dtype_name(dt));
+        CAPTURE(c.planes, c.h, c.w, c.k, c.stride, c.pad, kind);
+        const ops::Pool2dShape s = make_shape(c);
+        const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
+        const auto x16 = bits_16(dt, pool_input(nx, ++seed, kind)), dy16 = bits_16(dt, random_vector(ny, ++seed));
+        const auto dx0_16 = bits_16(dt, random_vector(nx, ++seed));
+        const auto x = values_16(dt, x16), dy = values_16(dt, dy16);
 
-      std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
-      std::vector<int32_t> am_cpu(static_cast<size_t>(ny));
-      ops::maxpool2d_forward_cpu(s, x.data(), y_cpu.data(), am_cpu.data());
-      ops::maxpool2d_backward_cpu(s, dy.data(), am_cpu.data(), dx_cpu.data());
+        std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+        std::vector<int32_t> am_cpu(static_cast<size_t>(ny));
+        ops::maxpool2d_forward_cpu(s, x.data(), y_cpu.data(), am_cpu.data());
+        ops::maxpool2d_backward_cpu(s, dy.data(), am_cpu.data(), dx_cpu.data());
 
-      Tensor x_ = upload_bf16(*this, x16), y_ = device_zeros(Shape{ny}, DType::BF16);
-      Tensor am_ = device_zeros(Shape{ny}, DType::I32);
-      Tensor dy_ = upload_bf16(*this, dy16), dx_ = upload_bf16(*this, dx0_16);  // dx starts as garbage
-      settle();
-      ops::maxpool2d_forward_bf16_cuda(s, x_.raw_data(), y_.raw_data(), am_.data<int32_t>(), ctx.raw_stream());
-      ops::maxpool2d_backward_bf16_cuda(s, dy_.raw_data(), am_.data<int32_t>(), dx_.raw_data(), ctx.raw_stream());
-      const auto y_gpu = download_bf16_values(*this, y_);
-      LS_REQUIRE_PARITY(y_gpu, bf16_rounded(y_cpu), 0.0);  // y_cpu holds input values: rounding is a no-op
-      CHECK(download_i32(*this, am_) == am_cpu);
-      LS_REQUIRE_PARITY(download_bf16_values(*this, dx_), bf16_rounded(dx_cpu), 0.0);
-      if (kind == 2)
-        for (float v : y_gpu) REQUIRE(v < -1.f);  // padding never wins
-    }
+        Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt);
+        Tensor am_ = device_zeros(Shape{ny}, DType::I32);
+        Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
+        settle();
+        ops::maxpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), am_.data<int32_t>(), ctx.raw_stream());
+        ops::maxpool2d_backward_16_cuda(dt, s, dy_.raw_data(), am_.data<int32_t>(), dx_.raw_data(),
+                                        ctx.raw_stream());
+        const auto y_gpu = download_16_values(*this, dt, y_);
+        LS_REQUIRE_PARITY(y_gpu, rounded_16(dt, y_cpu), 0.0);  // y_cpu holds input values: rounding is a no-op
+        CHECK(download_i32(*this, am_) == am_cpu);
+        LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
+        if (kind == 2)
+          for (float v : y_gpu) REQUIRE(v < -1.f);  // padding never wins
+      }
+  }
 }
 
-TEST_CASE_METHOD(GpuFixture, "avgpool2d bf16 forward and backward match the CPU on bf16 values exactly", "[pool]") {
+TEST_CASE_METHOD(GpuFixture, "avgpool2d 16-bit forward and backward match the CPU on 16-bit values exactly",
+                 "[pool]") {
   const PoolCase cases[] = {
       {6, 8, 8, 2, 2, 0},    // the CPU's 2x2 fast path
       {5, 9, 7, 2, 2, 0},    // odd sizes: the last row/column gets no gradient
@@ -216,65 +237,90 @@ TEST_CASE_METHOD(GpuFixture, "avgpool2d bf16 forward and backward match the CPU 
       {2, 7, 8, 3, 2, 0},    // overlapping stride 2, leftover column
       {4, 7, 7, 7, 1, 0},    // one window per plane
   };
-  uint64_t seed = 1500;
-  for (const PoolCase& c : cases) {
-    CAPTURE(c.planes, c.h, c.w, c.k, c.stride);
-    const ops::Pool2dShape s = make_shape(c);
-    const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
-    const auto x16 = bf16_bits(random_vector(nx, ++seed)), dy16 = bf16_bits(random_vector(ny, ++seed));
-    const auto dx0_16 = bf16_bits(random_vector(nx, ++seed));
-    const auto x = bf16_values(x16), dy = bf16_values(dy16);
+  for (const DType dt : k16BitTypes) {
+    uint64_t seed = 1500;
+    for (const PoolCase& c : cases) {
+      INFO(dtype_name(dt));
+      CAPTURE(c.planes, c.h, c.w, c.k, c.stride);
+      const ops::Pool2dShape s = make_shape(c);
+      const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
+      const auto x16 = bits_16(dt, random_vector(nx, ++seed)), dy16 = bits_16(dt, random_vector(ny, ++seed));
+      const auto dx0_16 = bits_16(dt, random_vector(nx, ++seed));
+      const auto x = values_16(dt, x16), dy = values_16(dt, dy16);
 
-    std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
-    ops::avgpool2d_forward_cpu(s, x.data(), y_cpu.data());
-    ops::avgpool2d_backward_cpu(s, dy.data(), dx_cpu.data());
+      std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+      ops::avgpool2d_forward_cpu(s, x.data(), y_cpu.data());
+      ops::avgpool2d_backward_cpu(s, dy.data(), dx_cpu.data());
 
-    Tensor x_ = upload_bf16(*this, x16), y_ = device_zeros(Shape{ny}, DType::BF16);
-    Tensor dy_ = upload_bf16(*this, dy16), dx_ = upload_bf16(*this, dx0_16);  // dx starts as garbage
-    settle();
-    ops::avgpool2d_forward_bf16_cuda(s, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
-    ops::avgpool2d_backward_bf16_cuda(s, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
-    LS_REQUIRE_PARITY(download_bf16_values(*this, y_), bf16_rounded(y_cpu), 0.0);
-    LS_REQUIRE_PARITY(download_bf16_values(*this, dx_), bf16_rounded(dx_cpu), 0.0);
+      Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt);
+      Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
+      settle();
+      ops::avgpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::avgpool2d_backward_16_cuda(dt, s, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), 0.0);
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
+    }
   }
 }
 
-TEST_CASE_METHOD(GpuFixture, "global average pooling bf16 matches the CPU on bf16 values", "[pool]") {
+TEST_CASE_METHOD(GpuFixture, "global average pooling 16-bit matches the CPU on 16-bit values", "[pool]") {
   struct GCase {
     int64_t planes, hw;
   };
   const GCase cases[] = {{7, 49}, {3, 1}, {192, 196}, {5, 3136}, {2, 33}};
-  const double kOneBf16Ulp = 1.0 / 128;  // 2^-7: see the tolerance note at the top
-  uint64_t seed = 1800;
-  for (const GCase& c : cases) {
-    CAPTURE(c.planes, c.hw);
-    const int64_t n = c.planes * c.hw;
-    const auto x16 = bf16_bits(random_vector(n, ++seed)), dy16 = bf16_bits(random_vector(c.planes, ++seed));
-    const auto x = bf16_values(x16), dy = bf16_values(dy16);
-    std::vector<float> y_cpu(static_cast<size_t>(c.planes)), dx_cpu(static_cast<size_t>(n));
-    ops::global_avgpool_forward_cpu(c.planes, c.hw, x.data(), y_cpu.data());
-    ops::global_avgpool_backward_cpu(c.planes, c.hw, dy.data(), dx_cpu.data());
+  for (const DType dt : k16BitTypes) {
+    // One 16-bit ulp in [1, 2): 2^-7 (bf16), 2^-10 (fp16); see the tolerance note at the top.
+    const double one_ulp = std::ldexp(1.0, half_ulp_exponent(dt) + 1);
+    uint64_t seed = 1800;
+    for (const GCase& c : cases) {
+      INFO(dtype_name(dt));
+      CAPTURE(c.planes, c.hw);
+      const int64_t n = c.planes * c.hw;
+      const auto x16 = bits_16(dt, random_vector(n, ++seed)), dy16 = bits_16(dt, random_vector(c.planes, ++seed));
+      const auto x = values_16(dt, x16), dy = values_16(dt, dy16);
+      std::vector<float> y_cpu(static_cast<size_t>(c.planes)), dx_cpu(static_cast<size_t>(n));
+      ops::global_avgpool_forward_cpu(c.planes, c.hw, x.data(), y_cpu.data());
+      ops::global_avgpool_backward_cpu(c.planes, c.hw, dy.data(), dx_cpu.data());
 
-    Tensor x_ = upload_bf16(*this, x16), y_ = device_zeros(Shape{c.planes}, DType::BF16);
-    Tensor dy_ = upload_bf16(*this, dy16), dx_ = upload_bf16(*this, bf16_bits(random_vector(n, 1)));
-    settle();
-    ops::global_avgpool_forward_bf16_cuda(c.planes, c.hw, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
-    ops::global_avgpool_backward_bf16_cuda(c.planes, c.hw, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
-    LS_REQUIRE_PARITY(download_bf16_values(*this, y_), bf16_rounded(y_cpu), kOneBf16Ulp);
-    // dy * (1/hw) in fp32, as on the CPU, rounded once.
-    LS_REQUIRE_PARITY(download_bf16_values(*this, dx_), bf16_rounded(dx_cpu), 0.0);
+      Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{c.planes}, dt);
+      Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, bits_16(dt, random_vector(n, 1)));
+      settle();
+      ops::global_avgpool_forward_16_cuda(dt, c.planes, c.hw, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::global_avgpool_backward_16_cuda(dt, c.planes, c.hw, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), one_ulp);
+      // dy * (1/hw) in fp32, as on the CPU, rounded once.
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
+    }
   }
 }
 
-TEST_CASE_METHOD(GpuFixture, "pooling bf16 accepts zero planes", "[pool]") {
+TEST_CASE_METHOD(GpuFixture, "pooling 16-bit accepts zero planes", "[pool]") {
   const ops::Pool2dShape s = make_shape({0, 8, 8, 2, 2, 0});
   const cudaStream_t st = ctx.raw_stream();
-  ops::maxpool2d_forward_bf16_cuda(s, nullptr, nullptr, nullptr, st);
-  ops::maxpool2d_backward_bf16_cuda(s, nullptr, nullptr, nullptr, st);
-  ops::avgpool2d_forward_bf16_cuda(s, nullptr, nullptr, st);
-  ops::avgpool2d_backward_bf16_cuda(s, nullptr, nullptr, st);
-  ops::global_avgpool_forward_bf16_cuda(0, 49, nullptr, nullptr, st);
-  ops::global_avgpool_backward_bf16_cuda(0, 49, nullptr, nullptr, st);
+  for (const DType dt : k16BitTypes) {
+    INFO(dtype_name(dt));
+    ops::maxpool2d_forward_16_cuda(dt, s, nullptr, nullptr, nullptr, st);
+    ops::maxpool2d_backward_16_cuda(dt, s, nullptr, nullptr, nullptr, st);
+    ops::avgpool2d_forward_16_cuda(dt, s, nullptr, nullptr, st);
+    ops::avgpool2d_backward_16_cuda(dt, s, nullptr, nullptr, st);
+    ops::global_avgpool_forward_16_cuda(dt, 0, 49, nullptr, nullptr, st);
+    ops::global_avgpool_backward_16_cuda(dt, 0, 49, nullptr, nullptr, st);
+  }
   ctx.synchronize();
   LS_CUDA_CHECK(cudaGetLastError());
+}
+
+TEST_CASE_METHOD(GpuFixture, "pooling 16-bit rejects types other than BF16 and F16", "[pool]") {
+  // dt is checked before the shape, so zero planes and null pointers suffice; nothing is launched.
+  const ops::Pool2dShape s = make_shape({0, 8, 8, 2, 2, 0});
+  const cudaStream_t st = ctx.raw_stream();
+  for (const DType dt : {DType::F32, DType::F64, DType::I32, DType::U8}) {
+    INFO(dtype_name(dt));
+    REQUIRE_THROWS(ops::maxpool2d_forward_16_cuda(dt, s, nullptr, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::maxpool2d_backward_16_cuda(dt, s, nullptr, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::avgpool2d_forward_16_cuda(dt, s, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::avgpool2d_backward_16_cuda(dt, s, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::global_avgpool_forward_16_cuda(dt, 0, 49, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::global_avgpool_backward_16_cuda(dt, 0, 49, nullptr, nullptr, st));
+  }
 }

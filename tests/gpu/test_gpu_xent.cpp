@@ -1,9 +1,10 @@
 // GPU softmax cross-entropy (ops/softmax_xent_cuda.h) against the CPU op:
 // loss sums, correct counts (argmax ties included) and gradients, with label
 // smoothing 0 and 0.1, from one class to very wide rows and from one row to
-// more rows than the row grid (65535 blocks); fp32 logits, and bf16 logits
-// (bf16-rounded values uploaded as bf16, the CPU op run in fp32 on the same
-// values) with bf16 gradients.
+// more rows than the row grid (65535 blocks); fp32 logits, and 16-bit logits,
+// bf16 and fp16, one section each (dt-rounded values uploaded as dt, the CPU
+// op run in fp32 on the same values) with dt gradients; the device loss scale
+// (scale_dev).
 //
 // Tolerances:
 //  - correct counts: exact (the argmax is a comparison; ties go to the first index).
@@ -16,17 +17,30 @@
 //    added in another order, and nvcc contracts d * inv - off into an FMA. A
 //    simulation of those effects stays below 2.5e-7; a wrong formula is off by
 //    far more (eps / C = 1e-2 for C = 10).
-//  - bf16 logits: correct counts exact and loss sums 1e-9, as above (each
-//    logit is widened exactly, then the fp32 path's math).
-//  - bf16 gradients (the fp32 path's values, rounded to bf16 once) against the
-//    CPU's fp32 gradients rounded to bf16: 2^-7. The fp32 values can differ
-//    (1e-6 above), and where that straddles a bf16 rounding boundary the two
-//    roundings are one bf16 ulp apart: at most 2^-7 of the value (8
-//    significant bits); below 1 in magnitude the comparison is absolute, and
-//    2^-7 is then >= 2 ulps. As that is loose for small gradients, also
-//    against the CPU's unrounded fp32 gradients: within 1e-6 (the fp32
-//    tolerance) plus 2^-8 |gpu|, the bound on the one rounding to bf16.
+//  - 16-bit logits (dt): correct counts exact and loss sums 1e-9, as above
+//    (each logit is widened exactly, then the fp32 path's math). The logits lie
+//    in [-5, 5]: inside fp16's range (max 65504) with room to spare; the
+//    gradients lie in [-1, 1] (|softmax - q| <= 1, scale <= 1).
+//  - dt gradients (the fp32 path's values, rounded to dt once) against the
+//    CPU's fp32 gradients rounded to dt: one dt ulp, 2^-7 for bf16 (8
+//    significant bits), 2^-10 for fp16 (11), i.e. 2^(half_ulp_exponent + 1).
+//    The fp32 values can differ (1e-6 above), and where that straddles a dt
+//    rounding boundary the two roundings are one dt ulp apart: at most 2^-7
+//    (bf16) / 2^-10 (fp16) of the value; below 1 in magnitude the comparison
+//    is absolute, and the bound is then >= 2 ulps. As that is loose for small
+//    gradients, also against the CPU's unrounded fp32 gradients: within 1e-6
+//    (the fp32 tolerance) plus half a dt ulp, 2^-8 |gpu| (bf16) or 2^-11 |gpu|
+//    (fp16), the bound on the one rounding to dt. Tiny gradients (wide rows)
+//    are fp16 subnormals below 2^-14: their rounding is at most 2^-25
+//    absolute, inside the 1e-6.
 //  - in place (dlogits over the logits): bitwise the out-of-place result.
+//  - device loss scale: exact. *scale_dev = 1024 = 2^10 multiplies the fp32
+//    factor, inv, off and on by 2^10 exactly, so every fp32 gradient is
+//    exactly 1024 times the null-scale_dev one as long as neither is
+//    subnormal; the 16-bit results also as long as the unscaled ones are
+//    normal in dt (>= 2^-14 for fp16) and the scaled ones below 65504: the
+//    test's shape guarantees both (see there). *scale_dev = 1 gives bitwise
+//    the null result.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -77,7 +91,8 @@ std::vector<float> random_logits(int64_t n, uint64_t seed, bool ties) {
 }
 
 constexpr double kGradTol = 1e-6;
-constexpr double kBf16GradTol = 1.0 / 128;  // 2^-7: one bf16 ulp (see above)
+// One dt ulp relative to the value (see above): 2^-7 for bf16, 2^-10 for fp16.
+double grad_tol_16(DType dt) { return std::ldexp(1.0, half_ulp_exponent(dt) + 1); }
 
 struct Shape2 {
   int64_t b, c;
@@ -157,78 +172,167 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy backward matches the CPU
         Tensor dz = upload(Shape{b, c}, logits);
         Tensor dl = upload_typed(*this, labels);
         Tensor dd = device_zeros(Shape{b, c});
-        softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, dd.data<float>(), smoothing, s);
+        softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, dd.data<float>(),
+                                   smoothing, s);
         LS_REQUIRE_PARITY(download(dd), d_cpu, kGradTol);
         // In place: dlogits over the logits.
-        softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, dz.data<float>(), smoothing, s);
+        softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, dz.data<float>(),
+                                   smoothing, s);
         LS_REQUIRE_PARITY(download(dz), d_cpu, kGradTol);
       }
 }
 
-TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy bf16 forward matches the CPU on bf16-rounded logits",
+TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit forward matches the CPU on 16-bit-rounded logits",
                  "[xent]") {
   const cudaStream_t s = ctx.raw_stream();
-  for (const Shape2 sh : kShapes)
-    for (const float smoothing : {0.f, 0.1f})
-      for (const bool ties : {false, true}) {
-        const int64_t b = sh.b, c = sh.c;
-        INFO("b " << b << " c " << c << " smoothing " << smoothing << " ties " << ties);
-        const auto logits16 = bf16_bits(random_logits(b * c, 5000 + b * 7 + c, ties));
-        const auto logits = bf16_values(logits16);
-        const auto labels = random_labels(b, c, 6000 + b + c);
-        const XentResult cpu = softmax_xent_forward_cpu(b, c, logits.data(), labels.data(), smoothing);
+  for (const DType dt : {DType::BF16, DType::F16})
+    DYNAMIC_SECTION("dtype " << dtype_name(dt)) {
+      for (const Shape2 sh : kShapes)
+        for (const float smoothing : {0.f, 0.1f})
+          for (const bool ties : {false, true}) {
+            const int64_t b = sh.b, c = sh.c;
+            INFO("b " << b << " c " << c << " smoothing " << smoothing << " ties " << ties);
+            const auto logits16 = bits_16(dt, random_logits(b * c, 5000 + b * 7 + c, ties));
+            const auto logits = values_16(dt, logits16);
+            const auto labels = random_labels(b, c, 6000 + b + c);
+            const XentResult cpu = softmax_xent_forward_cpu(b, c, logits.data(), labels.data(), smoothing);
 
-        Tensor dz = upload_bf16(*this, logits16);
-        Tensor dl = upload_typed(*this, labels);
-        Tensor row_loss = device_zeros(Shape{b}, DType::F64), row_correct = device_zeros(Shape{b}, DType::I32);
-        // Accumulates into what is there: start from (1.5, 3).
-        Tensor loss_sum = upload_typed(*this, std::vector<double>{1.5});
-        Tensor correct = upload_typed(*this, std::vector<int64_t>{3});
-        softmax_xent_forward_bf16_cuda(b, c, dz.raw_data(), dl.data<int32_t>(), smoothing, row_loss.data<double>(),
-                                       row_correct.data<int32_t>(), loss_sum.data<double>(), correct.data<int64_t>(),
-                                       s);
-        CHECK(download_typed<int64_t>(*this, correct)[0] == 3 + cpu.correct);
-        require_loss_close(download_typed<double>(*this, loss_sum)[0] - 1.5, cpu.loss_sum, 1e-9);
+            Tensor dz = upload_16(*this, dt, logits16);
+            Tensor dl = upload_typed(*this, labels);
+            Tensor row_loss = device_zeros(Shape{b}, DType::F64), row_correct = device_zeros(Shape{b}, DType::I32);
+            // Accumulates into what is there: start from (1.5, 3).
+            Tensor loss_sum = upload_typed(*this, std::vector<double>{1.5});
+            Tensor correct = upload_typed(*this, std::vector<int64_t>{3});
+            softmax_xent_forward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), smoothing,
+                                         row_loss.data<double>(), row_correct.data<int32_t>(),
+                                         loss_sum.data<double>(), correct.data<int64_t>(), s);
+            CHECK(download_typed<int64_t>(*this, correct)[0] == 3 + cpu.correct);
+            require_loss_close(download_typed<double>(*this, loss_sum)[0] - 1.5, cpu.loss_sum, 1e-9);
 
-        // Per-row results against the CPU op on that row alone.
-        const auto rows = download_typed<double>(*this, row_loss);
-        const auto hits = download_typed<int32_t>(*this, row_correct);
-        for (int64_t i = 0; i < std::min<int64_t>(b, 50); ++i) {
-          const XentResult one = softmax_xent_forward_cpu(1, c, logits.data() + i * c, labels.data() + i, smoothing);
-          INFO("row " << i);
-          CHECK(hits[i] == one.correct);
-          require_loss_close(rows[i], one.loss_sum, 1e-9);
-        }
-      }
+            // Per-row results against the CPU op on that row alone.
+            const auto rows = download_typed<double>(*this, row_loss);
+            const auto hits = download_typed<int32_t>(*this, row_correct);
+            for (int64_t i = 0; i < std::min<int64_t>(b, 50); ++i) {
+              const XentResult one =
+                  softmax_xent_forward_cpu(1, c, logits.data() + i * c, labels.data() + i, smoothing);
+              INFO("row " << i);
+              CHECK(hits[i] == one.correct);
+              require_loss_close(rows[i], one.loss_sum, 1e-9);
+            }
+          }
+    }
 }
 
-TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy bf16 backward matches the CPU gradients rounded to bf16",
+TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit backward matches the CPU gradients rounded to 16 bits",
                  "[xent]") {
   const cudaStream_t s = ctx.raw_stream();
-  for (const Shape2 sh : kShapes)
-    for (const float smoothing : {0.f, 0.1f})
-      for (const float scale : {1.f, 0.25f}) {
-        const int64_t b = sh.b, c = sh.c;
-        INFO("b " << b << " c " << c << " smoothing " << smoothing << " scale " << scale);
-        const auto logits16 = bf16_bits(random_logits(b * c, 7000 + b * 7 + c, /*ties=*/false));
-        const auto logits = bf16_values(logits16);
-        const auto labels = random_labels(b, c, 8000 + b + c);
-        std::vector<float> d_cpu(static_cast<size_t>(b * c));
-        softmax_xent_backward_cpu(b, c, logits.data(), labels.data(), scale, d_cpu.data(), smoothing);
+  for (const DType dt : {DType::BF16, DType::F16})
+    DYNAMIC_SECTION("dtype " << dtype_name(dt)) {
+      const double grad_tol = grad_tol_16(dt);
+      for (const Shape2 sh : kShapes)
+        for (const float smoothing : {0.f, 0.1f})
+          for (const float scale : {1.f, 0.25f}) {
+            const int64_t b = sh.b, c = sh.c;
+            INFO("b " << b << " c " << c << " smoothing " << smoothing << " scale " << scale);
+            const auto logits16 = bits_16(dt, random_logits(b * c, 7000 + b * 7 + c, /*ties=*/false));
+            const auto logits = values_16(dt, logits16);
+            const auto labels = random_labels(b, c, 8000 + b + c);
+            std::vector<float> d_cpu(static_cast<size_t>(b * c));
+            softmax_xent_backward_cpu(b, c, logits.data(), labels.data(), scale, d_cpu.data(), smoothing);
 
-        Tensor dz = upload_bf16(*this, logits16);
-        Tensor dl = upload_typed(*this, labels);
-        Tensor dd = device_zeros(Shape{b * c}, DType::BF16);
-        softmax_xent_backward_bf16_cuda(b, c, dz.raw_data(), dl.data<int32_t>(), scale, dd.raw_data(), smoothing, s);
-        const auto d_gpu = bf16_values(download_bf16(*this, dd));
-        LS_REQUIRE_PARITY(d_gpu, bf16_rounded(d_cpu), kBf16GradTol);
-        const double excess = max_excess_over_bf16_rounding(d_gpu, d_cpu);
-        INFO("beyond the bf16 rounding by " << excess << " (tolerance " << kGradTol << ")");
-        REQUIRE(excess <= kGradTol);
-        // In place: dlogits over the logits, bitwise the same gradients.
-        softmax_xent_backward_bf16_cuda(b, c, dz.raw_data(), dl.data<int32_t>(), scale, dz.raw_data(), smoothing, s);
-        CHECK(download_bf16(*this, dz) == download_bf16(*this, dd));
+            Tensor dz = upload_16(*this, dt, logits16);
+            Tensor dl = upload_typed(*this, labels);
+            Tensor dd = device_zeros(Shape{b * c}, dt);
+            softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, dd.raw_data(),
+                                          smoothing, s);
+            const auto d_gpu = values_16(dt, download_16(*this, dd));
+            LS_REQUIRE_PARITY(d_gpu, rounded_16(dt, d_cpu), grad_tol);
+            const double excess = max_excess_over_16bit_rounding(dt, d_gpu, d_cpu);
+            INFO("beyond the " << dtype_name(dt) << " rounding by " << excess << " (tolerance " << kGradTol << ")");
+            REQUIRE(excess <= kGradTol);
+            // In place: dlogits over the logits, bitwise the same gradients.
+            softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, dz.raw_data(),
+                                          smoothing, s);
+            CHECK(download_16(*this, dz) == download_16(*this, dd));
+          }
+    }
+}
+
+// The dynamic loss scale: the trainer seeds backward with scale * *scale_dev.
+// B = 8 rows of C = 10 logits in [-2, 2] (so also after rounding to 16 bits),
+// scale = 1/8, smoothing eps in {0, 0.01}. Then every softmax probability is
+// in [p_min, p_max] with p_min = e^-2 / (e^-2 + 9 e^2) > 2.0e-3 and
+// p_max = e^2 / (e^2 + 9 e^-2) < 0.86, so the unscaled gradients satisfy
+//   off the label: scale * (p - eps / C) >= (2.0e-3 - 1e-3) / 8 > 1.2e-4 > 2^-14 (fp16's smallest normal),
+//   at the label:  scale * |p - 1 + eps - eps / C| >= (1 - 0.86 - 0.01) / 8 > 1.6e-2,
+// all at most 1/8 in magnitude: normal in fp32, bf16 and fp16, and 1024 times
+// them at most 128, far below fp16's 65504. So the scaling by 2^10 is exact
+// for every type (see the file comment), and the test asserts the bounds too.
+TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy backward: a device loss scale of 1024 scales gradients exactly",
+                 "[xent]") {
+  const cudaStream_t s = ctx.raw_stream();
+  const int64_t b = 8, c = 10;
+  const float scale = 0.125f;
+  const auto logits = random_vector(b * c, 9000, -2.f, 2.f);
+  const auto labels = random_labels(b, c, 9001);
+  Tensor dl = upload_typed(*this, labels);
+  Tensor s1024 = upload(Shape{1}, {1024.f}), s1 = upload(Shape{1}, {1.f});
+  const float* scale_dev = s1024.data<float>();
+  const float* one_dev = s1.data<float>();
+  LS_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads are done before the context's stream reads them
+  for (const float smoothing : {0.f, 0.01f}) {
+    INFO("smoothing " << smoothing);
+    {
+      INFO("F32");
+      std::vector<float> d_cpu(static_cast<size_t>(b * c));
+      softmax_xent_backward_cpu(b, c, logits.data(), labels.data(), scale, d_cpu.data(), smoothing);
+      Tensor dz = upload(Shape{b, c}, logits);
+      Tensor d0 = device_zeros(Shape{b, c}), d1 = device_zeros(Shape{b, c}), dk = device_zeros(Shape{b, c});
+      LS_CUDA_CHECK(cudaDeviceSynchronize());
+      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, d0.data<float>(),
+                                 smoothing, s);
+      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, one_dev, d1.data<float>(),
+                                 smoothing, s);
+      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, scale_dev, dk.data<float>(),
+                                 smoothing, s);
+      const auto g0 = download(d0), g1 = download(d1), gk = download(dk);
+      LS_REQUIRE_PARITY(g0, d_cpu, kGradTol);  // null scale_dev: the CPU op's gradients, as above
+      CHECK(g1 == g0);                         // *scale_dev = 1: bitwise the null result
+      for (size_t i = 0; i < g0.size(); ++i) {
+        INFO("element " << i << ": " << g0[i] << " scaled " << gk[i]);
+        REQUIRE(std::abs(g0[i]) >= 1e-4f);  // the bounds above: normal, nonzero
+        REQUIRE(gk[i] == 1024.f * g0[i]);
       }
+    }
+    for (const DType dt : {DType::BF16, DType::F16}) {
+      INFO(dtype_name(dt));
+      const auto logits16 = bits_16(dt, logits);
+      Tensor dz = upload_16(*this, dt, logits16);
+      Tensor d0 = device_zeros(Shape{b * c}, dt), d1 = device_zeros(Shape{b * c}, dt);
+      Tensor dk = device_zeros(Shape{b * c}, dt);
+      LS_CUDA_CHECK(cudaDeviceSynchronize());
+      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, d0.raw_data(),
+                                    smoothing, s);
+      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, one_dev, d1.raw_data(),
+                                    smoothing, s);
+      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, scale_dev, dk.raw_data(),
+                                    smoothing, s);
+      const auto b0 = download_16(*this, d0);
+      CHECK(download_16(*this, d1) == b0);  // *scale_dev = 1: bitwise the null result
+      const auto g0 = values_16(dt, b0), gk = values_16(dt, download_16(*this, dk));
+      // The null result against the CPU op on the same rounded logits (the tolerances of the 16-bit test above).
+      const auto logits_r = values_16(dt, logits16);
+      std::vector<float> d_cpu(static_cast<size_t>(b * c));
+      softmax_xent_backward_cpu(b, c, logits_r.data(), labels.data(), scale, d_cpu.data(), smoothing);
+      LS_REQUIRE_PARITY(g0, rounded_16(dt, d_cpu), grad_tol_16(dt));
+      for (size_t i = 0; i < g0.size(); ++i) {
+        INFO("element " << i << ": " << g0[i] << " scaled " << gk[i]);
+        REQUIRE(std::abs(g0[i]) >= 0x1p-14f);  // normal in dt (fp16's smallest normal; bf16's is far smaller)
+        REQUIRE(std::abs(gk[i]) < 65504.f);    // finite in fp16
+        REQUIRE(gk[i] == 1024.f * g0[i]);
+      }
+    }
+  }
 }
 
 TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy: bad labels give NaN, not a crash; empty batches", "[xent]") {
@@ -249,7 +353,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy: bad labels give NaN, no
   CHECK(std::isnan(download_typed<double>(*this, loss_sum)[0]));
 
   Tensor dd = device_zeros(Shape{b, c});
-  softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, dd.data<float>(), 0.1f, s);
+  softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, nullptr, dd.data<float>(), 0.1f, s);
   const auto d = download(dd);
   for (int64_t j = 0; j < c; ++j) {
     CHECK(std::isfinite(d[j]));
@@ -262,58 +366,70 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy: bad labels give NaN, no
   Tensor keep_correct = upload_typed(*this, std::vector<int64_t>{4});
   softmax_xent_forward_cuda(0, c, nullptr, nullptr, 0.f, nullptr, nullptr, keep_sum.data<double>(),
                             keep_correct.data<int64_t>(), s);
-  softmax_xent_backward_cuda(0, c, nullptr, nullptr, 1.f, nullptr, 0.f, s);
+  softmax_xent_backward_cuda(0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s);
   CHECK(download_typed<double>(*this, keep_sum)[0] == 2.5);
   CHECK(download_typed<int64_t>(*this, keep_correct)[0] == 4);
 
   // Smoothing outside [0, 1) is refused on the host, as by the CPU op.
-  CHECK_THROWS_AS(softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, dd.data<float>(), 1.f, s),
-                  Error);
+  CHECK_THROWS_AS(
+      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, nullptr, dd.data<float>(), 1.f, s),
+      Error);
   LS_CUDA_CHECK(cudaGetLastError());
 }
 
-TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy bf16: bad labels give NaN, not a crash; empty batches",
+TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit: bad labels give NaN, not a crash; empty batches",
                  "[xent]") {
   const cudaStream_t s = ctx.raw_stream();
   const int64_t b = 3, c = 5;
-  const auto logits16 = bf16_bits(random_vector(b * c, 5));
   const std::vector<int32_t> labels{1, 5, -1};  // rows 1 and 2 outside [0, 5)
-  Tensor dz = upload_bf16(*this, logits16), dl = upload_typed(*this, labels);
-  Tensor row_loss = device_zeros(Shape{b}, DType::F64), row_correct = device_zeros(Shape{b}, DType::I32);
-  Tensor loss_sum = device_zeros(Shape{1}, DType::F64), correct = device_zeros(Shape{1}, DType::I64);
-  softmax_xent_forward_bf16_cuda(b, c, dz.raw_data(), dl.data<int32_t>(), 0.f, row_loss.data<double>(),
-                                 row_correct.data<int32_t>(), loss_sum.data<double>(), correct.data<int64_t>(), s);
-  const auto rows = download_typed<double>(*this, row_loss);
-  CHECK(std::isfinite(rows[0]));
-  CHECK(std::isnan(rows[1]));
-  CHECK(std::isnan(rows[2]));
-  CHECK(download_typed<int32_t>(*this, row_correct)[1] == 0);
-  CHECK(std::isnan(download_typed<double>(*this, loss_sum)[0]));
+  for (const DType dt : {DType::BF16, DType::F16})
+    DYNAMIC_SECTION("dtype " << dtype_name(dt)) {
+      const auto logits16 = bits_16(dt, random_vector(b * c, 5));
+      Tensor dz = upload_16(*this, dt, logits16), dl = upload_typed(*this, labels);
+      Tensor row_loss = device_zeros(Shape{b}, DType::F64), row_correct = device_zeros(Shape{b}, DType::I32);
+      Tensor loss_sum = device_zeros(Shape{1}, DType::F64), correct = device_zeros(Shape{1}, DType::I64);
+      softmax_xent_forward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 0.f, row_loss.data<double>(),
+                                   row_correct.data<int32_t>(), loss_sum.data<double>(), correct.data<int64_t>(), s);
+      const auto rows = download_typed<double>(*this, row_loss);
+      CHECK(std::isfinite(rows[0]));
+      CHECK(std::isnan(rows[1]));
+      CHECK(std::isnan(rows[2]));
+      CHECK(download_typed<int32_t>(*this, row_correct)[1] == 0);
+      CHECK(std::isnan(download_typed<double>(*this, loss_sum)[0]));
 
-  Tensor dd = device_zeros(Shape{b * c}, DType::BF16);
-  softmax_xent_backward_bf16_cuda(b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, dd.raw_data(), 0.1f, s);
-  const auto d = bf16_values(download_bf16(*this, dd));
-  for (int64_t j = 0; j < c; ++j) {
-    CHECK(std::isfinite(d[j]));
-    CHECK(std::isnan(d[c + j]));
-    CHECK(std::isnan(d[2 * c + j]));
-  }
+      Tensor dd = device_zeros(Shape{b * c}, dt);
+      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, nullptr, dd.raw_data(), 0.1f,
+                                    s);
+      const auto d = values_16(dt, download_16(*this, dd));
+      for (int64_t j = 0; j < c; ++j) {
+        CHECK(std::isfinite(d[j]));
+        CHECK(std::isnan(d[c + j]));
+        CHECK(std::isnan(d[2 * c + j]));
+      }
 
-  // b = 0: nothing runs, the accumulators keep their values.
-  Tensor keep_sum = upload_typed(*this, std::vector<double>{2.5});
-  Tensor keep_correct = upload_typed(*this, std::vector<int64_t>{4});
-  softmax_xent_forward_bf16_cuda(0, c, nullptr, nullptr, 0.f, nullptr, nullptr, keep_sum.data<double>(),
-                                 keep_correct.data<int64_t>(), s);
-  softmax_xent_backward_bf16_cuda(0, c, nullptr, nullptr, 1.f, nullptr, 0.f, s);
-  CHECK(download_typed<double>(*this, keep_sum)[0] == 2.5);
-  CHECK(download_typed<int64_t>(*this, keep_correct)[0] == 4);
+      // b = 0: nothing runs, the accumulators keep their values.
+      Tensor keep_sum = upload_typed(*this, std::vector<double>{2.5});
+      Tensor keep_correct = upload_typed(*this, std::vector<int64_t>{4});
+      softmax_xent_forward_16_cuda(dt, 0, c, nullptr, nullptr, 0.f, nullptr, nullptr, keep_sum.data<double>(),
+                                   keep_correct.data<int64_t>(), s);
+      softmax_xent_backward_16_cuda(dt, 0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s);
+      CHECK(download_typed<double>(*this, keep_sum)[0] == 2.5);
+      CHECK(download_typed<int64_t>(*this, keep_correct)[0] == 4);
 
-  // Smoothing outside [0, 1) is refused on the host, as by the CPU op.
-  CHECK_THROWS_AS(softmax_xent_forward_bf16_cuda(b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, row_loss.data<double>(),
-                                                 row_correct.data<int32_t>(), loss_sum.data<double>(),
-                                                 correct.data<int64_t>(), s),
+      // Smoothing outside [0, 1) is refused on the host, as by the CPU op.
+      CHECK_THROWS_AS(softmax_xent_forward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f,
+                                                   row_loss.data<double>(), row_correct.data<int32_t>(),
+                                                   loss_sum.data<double>(), correct.data<int64_t>(), s),
+                      Error);
+      CHECK_THROWS_AS(softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, nullptr,
+                                                    dd.raw_data(), 1.f, s),
+                      Error);
+      LS_CUDA_CHECK(cudaGetLastError());
+    }
+  // A dtype other than BF16 or F16 is refused on the host, even for an empty batch.
+  CHECK_THROWS_AS(softmax_xent_forward_16_cuda(DType::F32, 0, c, nullptr, nullptr, 0.f, nullptr, nullptr, nullptr,
+                                               nullptr, s),
                   Error);
-  CHECK_THROWS_AS(softmax_xent_backward_bf16_cuda(b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, dd.raw_data(), 1.f, s),
+  CHECK_THROWS_AS(softmax_xent_backward_16_cuda(DType::F32, 0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s),
                   Error);
-  LS_CUDA_CHECK(cudaGetLastError());
 }
