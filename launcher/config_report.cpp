@@ -50,7 +50,9 @@ std::string config_json(const TrainConfig& c) {
                       {"grad_compression", c.grad_compression},
                       {"device", c.device},
                       {"comm", c.comm},
-                      {"precision", c.precision}};
+                      {"precision", c.precision},
+                      {"loss_scale", c.loss_scale},
+                      {"loss_scale_window", c.loss_scale_window}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -10,6 +10,7 @@
 #include "cuda/check.h"
 #include "cuda/context.h"
 #include "cuda/device.h"
+#include "optim/loss_scaler.h"
 #endif
 
 namespace lockstep {
@@ -30,7 +31,14 @@ struct DeviceRuntime::Impl {
   Impl(const TrainConfig& c, const Communicator& comm)
       : mode(resolve_comm(c.comm, comm.local_size())),
         device(cuda::select_device(comm.local_rank(), comm.local_size(), mode == "nccl", "--device cuda")),
-        ctx(device), timeout_s(c.collective_timeout_s) {}
+        ctx(device), timeout_s(c.collective_timeout_s) {
+    if (c.precision == "fp16") {
+      LossScaleConfig lc;
+      lc.init_scale = c.loss_scale;
+      lc.growth_interval = c.loss_scale_window;
+      scaler = std::make_unique<LossScaler>(ctx, lc);
+    }
+  }
 
   struct Slot {
     Tensor images, labels;  // device memory, grown to the largest batch
@@ -42,6 +50,7 @@ struct DeviceRuntime::Impl {
   std::string mode;
   int device;
   cuda::Context ctx;
+  std::unique_ptr<LossScaler> scaler;  // --precision fp16 (device memory: after ctx)
   double timeout_s;
   cuda::Stream copy_stream;
   std::shared_ptr<cuda::PinnedAllocator> pinned = std::make_shared<cuda::PinnedAllocator>();
@@ -108,6 +117,18 @@ const Batch& DeviceRuntime::upload(const Batch& host) {
   return m.current;
 }
 
+LossScaler* DeviceRuntime::loss_scaler() { return impl_->scaler.get(); }
+
+LossScaleState DeviceRuntime::read_loss_scale() {
+  LS_CHECK(impl_->scaler, "read_loss_scale: not training in fp16");
+  return impl_->scaler->read();
+}
+
+void DeviceRuntime::restore_loss_scale(const LossScaleState& s) {
+  LS_CHECK(impl_->scaler, "restore_loss_scale: not training in fp16");
+  impl_->scaler->restore(s);
+}
+
 void DeviceRuntime::synchronize() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 std::string DeviceRuntime::describe() const {
@@ -138,6 +159,9 @@ const std::string& DeviceRuntime::comm_mode() const {
 std::shared_ptr<Allocator> DeviceRuntime::device_allocator() { return cpu_allocator(); }
 std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return cpu_allocator(); }
 const Batch& DeviceRuntime::upload(const Batch& host) { return host; }
+LossScaler* DeviceRuntime::loss_scaler() { return nullptr; }
+LossScaleState DeviceRuntime::read_loss_scale() { LS_THROW("no GPU in this build"); }
+void DeviceRuntime::restore_loss_scale(const LossScaleState&) { LS_THROW("no GPU in this build"); }
 void DeviceRuntime::synchronize() {}
 std::string DeviceRuntime::describe() const { return "none"; }
 std::string DeviceRuntime::memory_report() const { return ""; }

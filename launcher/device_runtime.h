@@ -12,6 +12,8 @@
 //                compute stream waits for the copy (events: no host stall of
 //                the GPU). Returns once the host batch has been read, so the
 //                loader may refill it.
+//   loss_scaler() --precision fp16: the rank's dynamic loss scale on the
+//                device (optim/loss_scaler.h); null otherwise.
 // Without CUDA support the constructor throws (options refuse --device cuda
 // earlier, with a one-line error).
 #pragma once
@@ -21,6 +23,7 @@
 
 #include "comm/communicator.h"
 #include "data/loader.h"
+#include "optim/loss_scale_rule.h"
 #include "options.h"
 
 namespace lockstep {
@@ -29,6 +32,7 @@ namespace cuda {
 class Context;
 }
 class NcclCommunicator;
+class LossScaler;
 
 class DeviceRuntime {
  public:
@@ -46,6 +50,9 @@ class DeviceRuntime {
   std::shared_ptr<Allocator> host_allocator();  // page-locked: the loaders' batch slots
 
   const Batch& upload(const Batch& host);
+  LossScaler* loss_scaler();  // --precision fp16; null otherwise
+  LossScaleState read_loss_scale();  // waits for the device (fp16 only)
+  void restore_loss_scale(const LossScaleState& s);  // fp16 only
   void synchronize();  // waits for all queued device work
   std::string describe() const;  // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), --comm nccl"
   std::string memory_report() const;  // caching allocator peak/reserved bytes

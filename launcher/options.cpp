@@ -140,8 +140,12 @@ cxxopts::Options make_options() {
       ("device", "auto (the CPU for now; see docs/gpu.md), cpu or cuda", s(d.device))
       ("comm", "GPU gradient averaging: auto (nccl when every local rank has a GPU of its own), nccl, or mpi "
        "(staged through pinned host memory; ranks may share a GPU)", s(d.comm))
-      ("precision", "fp32, or bf16 (GPU: bf16 activations and tensor-core math, fp32 weights, gradients and "
-       "gradient averaging)", s(d.precision))
+      ("precision", "fp32, bf16 or fp16 (GPU: 16-bit activations and tensor-core math, fp32 weights, gradients "
+       "and gradient averaging; fp16 with dynamic loss scaling)", s(d.precision))
+      ("loss-scale", "fp16: the initial loss scale (halved on a step with inf/NaN gradients, which is skipped; "
+       "doubled after --loss-scale-window finite steps)", f(d.loss_scale))
+      ("loss-scale-window", "fp16: finite steps in a row before the loss scale doubles",
+       s(std::to_string(d.loss_scale_window)))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
@@ -410,7 +414,13 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.threads = static_cast<int>(threads);
   c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
   c.comm = one_of("comm", str("comm"), {"auto", "nccl", "mpi"});
-  c.precision = one_of("precision", str("precision"), {"fp32", "bf16"});
+  c.precision = one_of("precision", str("precision"), {"fp32", "bf16", "fp16"});
+  c.loss_scale = flt("loss-scale");
+  LS_CHECK_INPUT(c.loss_scale >= 1.f && c.loss_scale <= 16777216.f, "--loss-scale: {} must be from 1 to 2^24",
+                 c.loss_scale);
+  const int64_t window = positive("loss-scale-window");
+  LS_CHECK_INPUT(window <= 1000000, "--loss-scale-window: {} is more than 1000000", window);
+  c.loss_scale_window = static_cast<int>(window);
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,

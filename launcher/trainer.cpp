@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -23,6 +25,7 @@
 #include "data/synthetic.h"
 #include "metrics.h"
 #include "nn/loss.h"
+#include "optim/loss_scaler.h"
 #include "progress.h"
 #include "recipe.h"
 #include "reductions.h"
@@ -60,6 +63,9 @@ int available_cores() {
 // Steps between the GPU path's checks that the training loss is finite (each
 // check waits for the GPU; the CPU path checks every step for free).
 constexpr int64_t kGpuLossCheckEvery = 50;
+// fp16: below this loss scale (2^-24, fp16's smallest subnormal) training has
+// diverged -- the scale halves only on steps whose gradients are inf/NaN.
+constexpr float kMinLossScale = 5.9604645e-8f;
 
 std::string param_signature(const ParameterStore& params) {
   std::string sig;
@@ -115,8 +121,13 @@ void Trainer::setup() {
     dev_ = std::make_unique<DeviceRuntime>(c_, comm_);
     model_->to(dev_->device_allocator());
     opt_->use_gpu(dev_->gpu());
-    // Mixed precision: the input is rounded to bf16 once; weights stay fp32.
+    // Mixed precision: the input is rounded to bf16/fp16 once; weights stay
+    // fp32. fp16's updates follow the device's loss-scale decision.
     if (c_.precision == "bf16") model_->net().set_compute_dtype(DType::BF16);
+    if (c_.precision == "fp16") {
+      model_->net().set_compute_dtype(DType::F16);
+      opt_->use_loss_scale(dev_->loss_scaler()->state_dev());
+    }
   }
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
@@ -141,6 +152,7 @@ void Trainer::setup() {
                      info.seed, c_.seed);
       progress_ = info.progress;
       resumed_from_ = loaded->path;
+      resumed_loss_scale_ = {info.loss_scale, info.loss_scale_good_steps, info.skipped_steps};
       return;
     }
   }
@@ -196,6 +208,7 @@ DistributedOptions Trainer::distributed_options() const {
     o.gpu = &dev_->gpu();
     o.nccl = dev_->nccl();
     o.timeout_s = c_.collective_timeout_s;
+    o.loss_scaler = dev_->loss_scaler();
   }
   return o;
 }
@@ -224,16 +237,36 @@ void Trainer::start() {
   }
   if (c_.sync_batchnorm && comm_.size() > 1)
     bn_sync_ = std::make_unique<CommStatsReducer>(comm_, tracker_, dev_ ? dev_->nccl() : nullptr);
-  Tensor p = Tensor::zeros(Shape{3}, DType::I64);
+  // Rank 0's progress and (fp16) resumed loss scale, to every rank.
+  Tensor p = Tensor::zeros(Shape{6}, DType::I64);
   int64_t* v = p.data<int64_t>();
   v[0] = progress_.step;
   v[1] = progress_.epoch;
   v[2] = progress_.step_in_epoch;
+  uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &resumed_loss_scale_.scale, 4);
+  v[3] = scale_bits;
+  v[4] = resumed_loss_scale_.good_steps;
+  v[5] = resumed_loss_scale_.skipped;
   {
     CollectiveScope scope(&tracker_, CollectiveKind::StateBroadcast);
     comm_.broadcast(p, 0);
   }
   progress_ = {v[0], v[1], v[2]};
+  scale_bits = static_cast<uint32_t>(v[3]);
+  std::memcpy(&resumed_loss_scale_.scale, &scale_bits, 4);
+  resumed_loss_scale_.good_steps = v[4];
+  resumed_loss_scale_.skipped = v[5];
+  if (dev_ && dev_->loss_scaler()) {  // fp16: the updates applied so far are the optimizer's (broadcast) step count
+    LossScaleState st = dev_->loss_scaler()->initial();
+    if (resumed_loss_scale_.scale > 0.f) {
+      st.scale = resumed_loss_scale_.scale;
+      st.good_steps = static_cast<int32_t>(std::min<int64_t>(resumed_loss_scale_.good_steps, INT32_MAX));
+      st.skipped = resumed_loss_scale_.skipped;
+    }
+    st.applied = opt_->steps();
+    dev_->restore_loss_scale(st);
+  }
 
   const int world = comm_.size();
   log_->info("lockstep {} | {} on {} ({} train / {} test samples of {}){}", LOCKSTEP_VERSION, c_.model, c_.dataset,
@@ -262,9 +295,15 @@ void Trainer::start() {
              global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
   if (dev_)
     log_->info("device: {}{}", dev_->describe(),
-               c_.precision == "bf16" ? "; precision bf16 (activations and tensor-core math in bf16; fp32 weights, "
-                                        "gradients and gradient averaging)"
-                                      : "");
+               c_.precision == "fp32"
+                   ? ""
+                   : fmt::format("; precision {} (activations and tensor-core math in {}; fp32 weights, gradients "
+                                 "and gradient averaging{})",
+                                 c_.precision, c_.precision,
+                                 c_.precision == "fp16"
+                                     ? fmt::format("; dynamic loss scale from {}, doubled after {} finite steps",
+                                                   c_.loss_scale, c_.loss_scale_window)
+                                     : ""));
   if (world > 1 || dev_)
     log_->info("world: {} rank{} on {} node{}; {}", world, world == 1 ? "" : "s", comm_.nodes(),
                comm_.nodes() == 1 ? "" : "s", dopt_->describe());
@@ -304,6 +343,13 @@ void Trainer::checkpoint() {
   sync_buffers();  // collective: every rank checkpoints at the same step
   if (!rank0()) return;
   CheckpointInfo info;
+  if (dev_ && dev_->loss_scaler()) {  // fp16: the applied updates are the optimizer's step count
+    const LossScaleState st = dev_->read_loss_scale();
+    opt_->set_steps(st.applied);
+    info.loss_scale = st.scale;
+    info.loss_scale_good_steps = st.good_steps;
+    info.skipped_steps = st.skipped;
+  }
   info.progress = progress_;
   info.global_batch = global_batch_;
   info.seed = c_.seed;
@@ -378,7 +424,8 @@ TrainSummary Trainer::run() {
   std::vector<double> train_times, test_times;
   std::vector<int64_t> epoch_numbers;
   const int epoch_digits = static_cast<int>(std::to_string(epochs_).size());
-  const float loss_scale = 1.f / static_cast<float>(micro_batch_ * K);
+  const float batch_mean = 1.f / static_cast<float>(micro_batch_ * K);
+  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // --precision fp16
 
   while (progress_.step < total_steps_) {
     const int64_t epoch = progress_.epoch, s0 = progress_.step_in_epoch;
@@ -420,11 +467,18 @@ TrainSummary Trainer::run() {
           // timeout, so a lost peer ends the job instead of hanging the read.
           if (dev_) dopt_->drain();
           const double l = train_loss.read().loss_sum;
-          LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr)", l,
-                   dev_ ? "by" : "at", progress_.step);
+          LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr{})", l,
+                   dev_ ? "by" : "at", progress_.step, scaler ? ", or --precision bf16" : "");
+          if (scaler) {  // fp16: a scale that keeps falling means every step is being skipped
+            const LossScaleState st = dev_->read_loss_scale();
+            LS_CHECK(st.scale >= kMinLossScale, "training diverged: the fp16 loss scale fell to {} by step {} ({} "
+                     "steps skipped: the gradients are inf/NaN at any scale; try a smaller --lr)",
+                     st.scale, progress_.step, st.skipped);
+          }
         }
         Tensor dlogits = net.output_grad();
-        softmax_cross_entropy_backward(logits, b.labels, loss_scale, dlogits, c_.label_smoothing, gpu());
+        softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
+                                       scaler ? scaler->scale_dev() : nullptr);
         dopt_->begin_backward(micro == K - 1);  // buckets go out only during the last backward
         net.backward(BackwardContext{micro > 0, bn_sync_.get(), gpu()});
       }
@@ -501,6 +555,14 @@ TrainSummary Trainer::run() {
                       {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
                       {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
                       {"lr", sched_.lr(progress_.step - 1)}});
+    if (scaler) {  // fp16 (the epoch's train loss read has already waited for the device)
+      const LossScaleState st = dev_->read_loss_scale();
+      log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped,
+                 progress_.step);
+      if (metrics)
+        metrics->write({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
+                        {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});
+    }
     train_times.push_back(train_s);
     test_times.push_back(test_s);
     epoch_numbers.push_back(epoch + 1);

@@ -111,6 +111,10 @@ class Trainer {
   LrSchedule sched_;
   TrainingProgress progress_;
   std::optional<std::string> resumed_from_;  // rank 0: the checkpoint loaded
+  struct ResumedLossScale {
+    float scale = 0.f;  // 0: the checkpoint had none
+    int64_t good_steps = 0, skipped = 0;
+  } resumed_loss_scale_;  // rank 0, from the checkpoint; start() hands it to every rank
   std::unique_ptr<Timeline> timeline_;
   std::string build_id_;
   mutable CollectiveTracker tracker_;  // progress record (atomics), written from const paths too

@@ -1,6 +1,9 @@
 // Checkpoint save, listing, retention and validated loading.
 #include "checkpoint/checkpoint.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -126,6 +129,11 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
       {"world_size", std::to_string(info.world_size)},
       {"config", info.config_json},
   };
+  if (info.loss_scale > 0.f) {
+    meta["loss_scale"] = fmt::format("{}", info.loss_scale);  // shortest form that reads back exactly
+    meta["loss_scale_good_steps"] = std::to_string(info.loss_scale_good_steps);
+    meta["skipped_steps"] = std::to_string(info.skipped_steps);
+  }
   add_checksums(entries, meta);
   const std::string path = (fs::path(dir) / fmt::format("ckpt-{:09d}.safetensors", pr.step)).string();
   // Created at the first write, not at start-up, so a run that fails before
@@ -163,6 +171,18 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, M
       lc.info.world_size = static_cast<int>(meta_int(f, "world_size"));
       lc.info.config_json = meta_str(f, "config");
       const int64_t opt_steps = meta_int(f, "optimizer_steps");
+      if (f.metadata().count("loss_scale")) {
+        const std::string& v = f.metadata().at("loss_scale");
+        char* end = nullptr;
+        const float scale = std::strtof(v.c_str(), &end);
+        LS_CHECK_INPUT(end == v.c_str() + v.size() && std::isfinite(scale) && scale > 0.f,
+                       "{}: metadata 'loss_scale' = '{}' is not a positive number", path, v);
+        lc.info.loss_scale = scale;
+        lc.info.loss_scale_good_steps = meta_int(f, "loss_scale_good_steps");
+        lc.info.skipped_steps = meta_int(f, "skipped_steps");
+        LS_CHECK_INPUT(lc.info.loss_scale_good_steps >= 0 && lc.info.skipped_steps >= 0,
+                       "{}: negative loss-scale counters in the metadata", path);
+      }
       // Everything checked: now copy into the model and optimizer.
       for (Parameter* p : model.state()) {
         const auto& e = f.entry("model." + p->name);

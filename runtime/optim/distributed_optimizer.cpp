@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+#ifdef LOCKSTEP_HAVE_CUDA
+#include "optim/loss_scaler.h"
+#endif
+
 namespace lockstep {
 
 std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_bytes, int64_t first_bucket_bytes) {
@@ -100,6 +104,14 @@ void DistributedOptimizer::step(float lr) {
   if (gpu_reducer_) {
     gpu_reducer_->finish();
     scale = gpu_reducer_->grad_scale();
+#ifdef LOCKSTEP_HAVE_CUDA
+    if (options_.loss_scaler) {  // the inf/NaN check and the rule, on the compute stream after the average
+      const OptimizerConfig& c = opt_.config();
+      const bool adam = c.name != "sgd";
+      options_.loss_scaler->step(params_.grads().data<float>(), params_.padded_numel(), lr, scale,
+                                 adam ? c.beta1 : 0.f, adam ? c.beta2 : 0.f);
+    }
+#endif
   } else {
     reducer_->finish();
   }

@@ -17,6 +17,10 @@
 // events (options.nccl), or staged through pinned host memory over MPI
 // (options.nccl null: --comm mpi). State broadcasts stage through the host.
 //
+// fp16 (options.loss_scaler): after the average and before the update, the
+// gradients are checked for inf/NaN and the loss-scale rule decides, on the
+// device, whether the update applies (optim/loss_scale_rule.h).
+//
 // Use per step:  begin_backward(last) before each backward (last = the
 // micro-batch whose gradients are reduced), on_gradients_ready from the
 // Sequential's grad-ready hook, step(lr) after the last backward.
@@ -33,6 +37,8 @@
 
 namespace lockstep {
 
+class LossScaler;  // optim/loss_scaler.h (GPU builds)
+
 struct DistributedOptions {
   bool average = true;                          // false: sum the gradients
   int64_t bucket_bytes = int64_t{25} << 20;
@@ -47,6 +53,9 @@ struct DistributedOptions {
   cuda::Context* gpu = nullptr;
   NcclCommunicator* nccl = nullptr;
   double timeout_s = 300;                       // GPU: limit on waiting for a step's collectives
+  // fp16 training (GPU): checks the averaged gradients and runs the loss-scale
+  // rule before each update (optim/loss_scaler.h). Not owned.
+  LossScaler* loss_scaler = nullptr;
 };
 
 // Buckets over a parameter store (pure function of the layout and the caps; a

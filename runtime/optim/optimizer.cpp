@@ -39,6 +39,11 @@ void Optimizer::use_gpu(cuda::Context& gpu) {
   gpu_ = &gpu;
 }
 
+void Optimizer::use_loss_scale(const LossScaleState* state_dev) {
+  LS_CHECK(gpu_ != nullptr, "Optimizer::use_loss_scale: the optimizer is not on a GPU (use_gpu first)");
+  loss_scale_ = state_dev;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(ParameterStore& params, const OptimizerConfig& config) {
   if (config.name == "sgd") return std::make_unique<Sgd>(params, config);
   if (config.name == "adam" || config.name == "adamw") return std::make_unique<Adam>(params, config);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nn/parameter_store.h"
+#include "optim/loss_scale_rule.h"
 
 namespace lockstep {
 
@@ -44,6 +45,11 @@ class Optimizer {
   // Parameters on a GPU: moves the state tensors to `gpu`'s device; updates
   // then run as one fused kernel per range on its stream (optim/update_cuda.h).
   void use_gpu(cuda::Context& gpu);
+  // fp16 training (GPU): the update kernels read this device state each step
+  // -- skip or apply, the gradient factor, Adam's bias corrections -- in place
+  // of the host's scale and step count (optim/loss_scale_rule.h). Not owned.
+  void use_loss_scale(const LossScaleState* state_dev);
+  const OptimizerConfig& config() const { return config_; }
 
  protected:
   // Update elements [begin, end) of the flat buffers with gradient = scale * grad;
@@ -54,6 +60,7 @@ class Optimizer {
   OptimizerConfig config_;
   int64_t steps_ = 0;  // updates applied so far (Adam's bias correction uses steps_ + 1)
   cuda::Context* gpu_ = nullptr;  // set by use_gpu()
+  const LossScaleState* loss_scale_ = nullptr;  // device memory; set by use_loss_scale()
 
  private:
   struct Range {

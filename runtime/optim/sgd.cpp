@@ -31,7 +31,7 @@ void Sgd::update(int64_t begin, int64_t end, float lr, float scale, bool decay) 
 #ifdef LOCKSTEP_HAVE_CUDA
   if (gpu_) {
     sgd_update_cuda(end - begin, p + begin, g + begin, m == 0.f ? nullptr : momentum_.data<float>() + begin, lr, scale,
-                    wd, m, config_.nesterov, gpu_->raw_stream());
+                    wd, m, config_.nesterov, loss_scale_, gpu_->raw_stream());
     return;
   }
 #endif

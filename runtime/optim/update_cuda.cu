@@ -18,12 +18,23 @@ using cuda::blocks_for;
 using cuda::first_index;
 using cuda::grid_stride;
 
-__global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr, float scale, float wd) {
+// With a loss-scale state: nothing on a skipped step, else its gradient factor.
+__device__ inline bool apply_loss_scale(const LossScaleState* amp, float& scale) {
+  if (!amp) return true;
+  if (amp->skip) return false;
+  scale = amp->grad_factor;
+  return true;
+}
+
+__global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr, float scale, float wd,
+                           const LossScaleState* amp) {
+  if (!apply_loss_scale(amp, scale)) return;
   for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] -= lr * (scale * g[i] + wd * p[i]);
 }
 
 __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* buf, float lr, float scale, float wd,
-                                    float m, bool nesterov) {
+                                    float m, bool nesterov, const LossScaleState* amp) {
+  if (!apply_loss_scale(amp, scale)) return;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float gi = scale * g[i] + wd * p[i];
     const float b = m * buf[i] + gi;
@@ -33,7 +44,13 @@ __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* 
 }
 
 __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, float step_size,
-                            float inv_sqrt_bc2, float scale, float b1, float b2, float eps, float l2, float shrink) {
+                            float inv_sqrt_bc2, float scale, float b1, float b2, float eps, float l2, float shrink,
+                            const LossScaleState* amp) {
+  if (!apply_loss_scale(amp, scale)) return;
+  if (amp) {
+    step_size = amp->step_size;
+    inv_sqrt_bc2 = amp->inv_sqrt_bc2;
+  }
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float pi = p[i] * shrink;
     const float gi = scale * g[i] + l2 * pi;
@@ -48,24 +65,26 @@ __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float
 }  // namespace
 
 void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, float lr, float scale,
-                     float weight_decay, float momentum, bool nesterov, cudaStream_t stream) {
+                     float weight_decay, float momentum, bool nesterov, const LossScaleState* amp,
+                     cudaStream_t stream) {
   if (n <= 0) return;
   if (momentum == 0.f) {  // as Sgd::update: no buffer, no Nesterov term
-    sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, lr, scale, weight_decay);
+    sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, lr, scale, weight_decay, amp);
   } else {
     if (momentum_buf == nullptr)
       throw_error(__FILE__, __LINE__, "sgd_update_cuda: momentum " + std::to_string(momentum) + " without a buffer");
     sgd_momentum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, momentum_buf, lr, scale, weight_decay,
-                                                                momentum, nesterov);
+                                                                momentum, nesterov, amp);
   }
   LS_CUDA_CHECK_LAUNCH();
 }
 
 void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, float step_size, float inv_sqrt_bc2,
-                      float scale, float beta1, float beta2, float eps, float l2, float shrink, cudaStream_t stream) {
+                      float scale, float beta1, float beta2, float eps, float l2, float shrink,
+                      const LossScaleState* amp, cudaStream_t stream) {
   if (n <= 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, m, v, step_size, inv_sqrt_bc2, scale, beta1, beta2, eps,
-                                                      l2, shrink);
+                                                      l2, shrink, amp);
   LS_CUDA_CHECK_LAUNCH();
 }
 

@@ -6,11 +6,19 @@
 // gets the CPU formula in fp32; nvcc contracts multiply-adds to FMA, so results
 // differ from the CPU's in the last bits. Both queue their work on `stream` and
 // return (asynchronous); every pointer is device memory; n may be 0.
+//
+// `amp` (nullable): fp16 training's loss-scale state (optim/loss_scale_rule.h),
+// read by the kernel: when amp->skip is set the kernel changes nothing (a step
+// whose gradients held inf/NaN); otherwise amp->grad_factor replaces `scale`
+// and, for Adam, amp->step_size and amp->inv_sqrt_bc2 replace the host's (the
+// bias corrections of the applied-step count, which the host does not know).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "optim/loss_scale_rule.h"
 
 namespace lockstep {
 
@@ -20,7 +28,8 @@ namespace lockstep {
 //                   p -= lr * (nesterov ? gi + momentum*buf : buf)
 //   p, g, momentum_buf [n]; momentum_buf may be null when momentum == 0
 void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, float lr, float scale,
-                     float weight_decay, float momentum, bool nesterov, cudaStream_t stream);
+                     float weight_decay, float momentum, bool nesterov, const LossScaleState* amp,
+                     cudaStream_t stream);
 
 // Adam / AdamW as Adam::update, gradient = scale * g, t = steps + 1:
 //   step_size = lr / (1 - beta1^t);  inv_sqrt_bc2 = 1 / sqrt(1 - beta2^t)
@@ -30,6 +39,7 @@ void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, f
 //   p = pi - step_size * m / (sqrt(v)*inv_sqrt_bc2 + eps)
 //   p, g, m, v [n]
 void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, float step_size, float inv_sqrt_bc2,
-                      float scale, float beta1, float beta2, float eps, float l2, float shrink, cudaStream_t stream);
+                      float scale, float beta1, float beta2, float eps, float l2, float shrink,
+                      const LossScaleState* amp, cudaStream_t stream);
 
 }  // namespace lockstep

@@ -3,7 +3,7 @@
 
 Model mode: trains the same model as lockstep (scripts/bench/torch_models.py:
 same layers and optimizer) on synthetic data on one GPU, eager or under
-torch.compile, fp32 (TF32 off, as lockstep's fp32 path) or bf16 autocast,
+torch.compile, fp32 (TF32 off, as lockstep's fp32 path), bf16 autocast or fp16 autocast with GradScaler,
 and prints the median images/s over timed windows (torch.cuda.synchronize at
 each window's end). Last line is machine-readable JSON.
 
@@ -52,7 +52,7 @@ def main():
     ap.add_argument("--model", default="convnet")
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
-    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--steps", type=int, default=100)
@@ -77,12 +77,17 @@ def main():
     y = torch.randint(0, a.classes, (a.batch_size,), device="cuda")
     fwd = torch.compile(model) if a.compile else model
 
+    # fp16: autocast with dynamic loss scaling (GradScaler), as lockstep --precision fp16.
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
+    scaler = torch.amp.GradScaler("cuda", enabled=a.precision == "fp16")
+
     def step():
         opt.zero_grad(set_to_none=False)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+        with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
             loss = loss_fn(fwd(x), y)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
 
     for _ in range(a.warmup):
         step()

@@ -13,7 +13,9 @@
 # then the trainer: lenet on Fashion-MNIST on the CPU and on the GPU (same
 # seed and flags; the GPU's test accuracy must be within 0.5 points), with NCCL
 # at N=1 and with 2 ranks sharing the GPU through --comm mpi, and each of
-# those two with gradient compression (bf16 over NCCL, fp16 staged); and the
+# those two with gradient compression (bf16 over NCCL, fp16 staged), in bf16
+# and fp16 mixed precision (fp16 also over NCCL and across a checkpoint and
+# --resume); and the
 # benchmarks: convnet at batch 1024 and resnet50 at 224x224, batch 128, against
 # PyTorch (eager and torch.compile, scripts/bench/torch_gpu.py), plus the floor
 # (matmul TFLOP/s, copy bandwidth). Timings land in OUT_DIR/bench.jsonl.
@@ -102,12 +104,26 @@ step train.lenet.nccl.bf16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --co
 step train.lenet.mpi.np2.fp16 mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
                              --grad-compression fp16 --metrics-file "$OUT/lenet-mpi2-fp16.jsonl"
 step train.lenet.cuda.bf16 trainer "${TRAIN[@]}" --device cuda --precision bf16 --metrics-file "$OUT/lenet-cuda-bf16.jsonl"
+step train.lenet.cuda.fp16 trainer "${TRAIN[@]}" --device cuda --precision fp16 --metrics-file "$OUT/lenet-cuda-fp16.jsonl"
+# fp16 with a checkpoint mid-run: the loss scale and applied-step count are
+# saved and restored (the resumed run continues from the checkpoint's scale).
+fp16_resume() {
+  rm -rf "$OUT/ckpt-fp16"
+  trainer "${TRAIN[@]}" --device cuda --precision fp16 --max-steps 300 --checkpoint-dir "$OUT/ckpt-fp16" &&
+    trainer "${TRAIN[@]}" --device cuda --precision fp16 --checkpoint-dir "$OUT/ckpt-fp16" --resume \
+      --metrics-file "$OUT/lenet-fp16-resumed.jsonl"
+}
+step train.lenet.fp16.resume fp16_resume
+step train.lenet.nccl.fp16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --precision fp16 \
+                             --metrics-file "$OUT/lenet-nccl1-fp16.jsonl"
 # Batch norm across ranks: running statistics broadcast at start, synced
 # statistics (--sync-batchnorm, through the host with --comm mpi).
 step train.resnet20.mpi.np2.syncbn mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
                              --device cuda --comm mpi --sync-batchnorm --progress off
 step train.resnet20.bf16   trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 --device cuda \
                              --precision bf16 --progress off
+step train.resnet20.fp16.mpi.np2 mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
+                             --device cuda --comm mpi --precision fp16 --progress off
 # The GPU run must reach the CPU run's test accuracy (within 0.5 points).
 compare_lenet() {
   host_env "$PY" - "$OUT" <<'PY'
@@ -116,7 +132,8 @@ out = sys.argv[1]
 def last(name):
     e = [json.loads(l) for l in open(f"{out}/lenet-{name}.jsonl") if l.strip()]
     return 100 * [x for x in e if x["type"] == "epoch"][-1]["test_acc"]
-runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16")
+runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16", "cuda-fp16", "nccl1-fp16",
+        "fp16-resumed")
 acc = {n: last(n) for n in runs}
 print("lenet, 3 epochs, test accuracy %:", ", ".join(f"{k} {v:.2f}" for k, v in acc.items()))
 bad = [k for k in runs[1:] if abs(acc[k] - acc["cpu"]) > 0.5]
@@ -151,6 +168,13 @@ step bench.resnet50.torch.eager.bf16  host_env "$PY" "$ROOT/scripts/bench/torch_
 step bench.resnet50.torch.compile.bf16 host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 \
                                         --batch-size 128 --channels 3 --image-size 224 --classes 1000 --steps 60 \
                                         --precision bf16 --compile
+# fp16 with dynamic loss scaling on both sides: autocast + GradScaler, lockstep --precision fp16.
+step bench.convnet.lockstep.fp16      bench_lockstep bench-convnet-fp16 convnet 1024 --precision fp16
+step bench.convnet.torch.eager.fp16   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
+                                        --precision fp16
+step bench.resnet50.lockstep.fp16     bench_lockstep bench-resnet50-fp16 resnet50 128 --precision fp16
+step bench.resnet50.torch.eager.fp16  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+                                        --channels 3 --image-size 224 --classes 1000 --steps 60 --precision fp16
 # Every machine-readable line in one file.
 for f in "$OUT"/bench.*.log; do grep -h '^{' "$f" 2>/dev/null; done > "$OUT/bench.jsonl"
 for f in "$OUT"/bench-*.jsonl; do grep -h '"summary"' "$f" 2>/dev/null; done >> "$OUT/bench.jsonl"

@@ -25,6 +25,12 @@
 // statistics 5e-2. The training run of scripts/gpu/check.sh (lenet
 // --precision bf16 within 0.5 points of the CPU's test accuracy) is the
 // end-to-end check.
+//
+// fp16 runs the same test with dynamic loss scaling in the loop (a LossScaler
+// at scale 1024, read by the loss gradient and by the optimizer's kernels):
+// the parameter gradients are 1024 times the CPU's (a power of two: dividing
+// back is exact) and the updates must match as in bf16. fp16 keeps 11
+// significant bits against bf16's 8, so the bf16 bounds hold with room.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -34,6 +40,7 @@
 
 #include "gpu_test_util.h"
 #include "nn/loss.h"
+#include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
 #include "registry.h"
 
@@ -82,7 +89,9 @@ struct ModelPair {
   const Case& c;
   std::unique_ptr<Model> cpu, gpu;
   std::unique_ptr<Optimizer> opt_cpu, opt_gpu;
+  std::unique_ptr<LossScaler> scaler;  // fp16: the dynamic loss scale (fixed at kScale by a long window)
   Tensor x, labels, xg, lg;  // the batch on the host and (fp32) on the GPU
+  static constexpr float kScale = 1024.f;
 
   ModelPair(GpuFixture& fixture, const Case& kase, DType compute) : f(fixture), c(kase) {
     const models::ModelSpec spec{c.sample, c.classes};
@@ -97,6 +106,13 @@ struct ModelPair {
     opt_cpu = make_optimizer(cpu->params(), oc);
     opt_gpu = make_optimizer(gpu->params(), oc);
     opt_gpu->use_gpu(f.ctx);
+    if (compute == DType::F16) {
+      LossScaleConfig lc;
+      lc.init_scale = kScale;
+      lc.growth_interval = 1000;
+      scaler = std::make_unique<LossScaler>(f.ctx, lc);
+      opt_gpu->use_loss_scale(scaler->state_dev());
+    }
     const Shape xs = cpu->batch_shape(c.batch);
     x = Tensor::from_vector(xs, random_vector(xs.numel(), 5));
     labels = Tensor::zeros(Shape{c.batch}, DType::I32);
@@ -127,10 +143,19 @@ struct ModelPair {
     lgpu.add(zg, lg, 0.f, &f.ctx);
     Tensor dg = gpu->net().output_grad();
     REQUIRE(dg.dtype() == zg.dtype());
-    softmax_cross_entropy_backward(zg, lg, scale, dg, 0.f, &f.ctx);
+    softmax_cross_entropy_backward(zg, lg, scale, dg, 0.f, &f.ctx, scaler ? scaler->scale_dev() : nullptr);
     gpu->net().backward(BackwardContext{false, nullptr, &f.ctx});
     return {zc, zg, lc.read(), lgpu.read()};
   }
+
+  // One SGD step at `lr` on both (fp16: the loss-scale check and rule first).
+  void step(float lr) {
+    opt_cpu->step(lr);
+    if (scaler) scaler->step(gpu->params().grads().data<float>(), gpu->params().padded_numel(), lr, 1.f, 0.f, 0.f);
+    opt_gpu->step(lr);
+  }
+  // What the GPU's parameter gradients hold for one unit of loss gradient.
+  float grad_multiplier() const { return scaler ? kScale : 1.f; }
 
   // Evaluation mode (running statistics, no dropout): CPU logits, GPU logits.
   std::pair<std::vector<float>, const Tensor&> eval_pass() {
@@ -183,64 +208,72 @@ TEST_CASE("built-in models: two SGD steps on the GPU match the CPU", "[model]") 
   }
 }
 
-TEST_CASE("built-in models in bf16 on the GPU track the fp32 CPU run", "[model]") {
-  // A bf16 device tensor's values as floats.
-  auto widen = [](GpuFixture& f, const Tensor& t) {
-    REQUIRE(t.dtype() == DType::BF16);
-    return bf16_values(download_bf16(f, t));
-  };
-  for (const Case& c : kCases) {
-    const std::string& model = c.model;
-    SECTION(model) {
-      GpuFixture f;
-      ModelPair mp(f, c, DType::BF16);  // the batch goes up in fp32: the model rounds it to bf16
-      Model &cpu = *mp.cpu, &gpu = *mp.gpu;
-      Optimizer &opt_cpu = *mp.opt_cpu, &opt_gpu = *mp.opt_gpu;
-      int64_t mallocs_after_first = 0;
+TEST_CASE("built-in models in bf16 and fp16 on the GPU track the fp32 CPU run", "[model]") {
+  for (const DType dt : {DType::BF16, DType::F16}) {
+    for (const Case& c : kCases) {
+      const std::string& model = c.model;
+      DYNAMIC_SECTION(model << " " << dtype_name(dt)) {
+        // A 16-bit device tensor's values as floats.
+        auto widen = [dt](GpuFixture& f, const Tensor& t) {
+          REQUIRE(t.dtype() == dt);
+          return values_16(dt, download_16(f, t));
+        };
+        GpuFixture f;
+        ModelPair mp(f, c, dt);  // the batch goes up in fp32: the model rounds it to the 16-bit type
+        Model &cpu = *mp.cpu, &gpu = *mp.gpu;
+        int64_t mallocs_after_first = 0;
 
-      const double grad_tol = c.batchnorm ? 0.5 : 0.15;
-      // The last Linear's weight and bias (the last declared parameters) cross no ReLU.
-      std::string last_weight, last_bias;
-      for (const Parameter& p : cpu.params().params()) {
-        const bool weight = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0;
-        (weight ? last_weight : last_bias) = p.name;
-      }
-      for (int step = 0; step < 2; ++step) {
-        const std::vector<float> before_cpu = cpu.params().values().to_vector();
-        const std::vector<float> before_gpu = f.download(gpu.params().values());
-        const auto [zc, zg, sc, sg] = mp.train_pass(step);
-        REQUIRE(zg.dtype() == DType::BF16);  // and its gradient (train_pass checks)
-        REQUIRE_CLOSE("logits", widen(f, zg), zc.to_vector(), 5e-2);
-        REQUIRE(sg.count == sc.count);
-        REQUIRE_CLOSE("loss", std::vector<float>{static_cast<float>(sg.loss_sum)},
-                      std::vector<float>{static_cast<float>(sc.loss_sum)}, 5e-2);
-        for (size_t i = 0; i < cpu.params().params().size(); ++i) {
-          const Parameter& pc = cpu.params().params()[i];
-          const Parameter& pg = gpu.params().params()[i];
-          REQUIRE(pg.grad.dtype() == DType::F32);
-          const double tol = pc.name == last_weight || pc.name == last_bias ? 3e-2 : grad_tol;
-          REQUIRE_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(), tol);
+        const double grad_tol = c.batchnorm ? 0.5 : 0.15;
+        // The last Linear's weight and bias (the last declared parameters) cross no ReLU.
+        std::string last_weight, last_bias;
+        for (const Parameter& p : cpu.params().params()) {
+          const bool weight = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0;
+          (weight ? last_weight : last_bias) = p.name;
         }
-        opt_cpu.step(0.05f);
-        opt_gpu.step(0.05f);
-        std::vector<float> du_cpu = cpu.params().values().to_vector(), du_gpu = f.download(gpu.params().values());
-        for (size_t i = 0; i < du_cpu.size(); ++i) {
-          du_cpu[i] -= before_cpu[i];
-          du_gpu[i] -= before_gpu[i];
+        for (int step = 0; step < 2; ++step) {
+          const std::vector<float> before_cpu = cpu.params().values().to_vector();
+          const std::vector<float> before_gpu = f.download(gpu.params().values());
+          const auto [zc, zg, sc, sg] = mp.train_pass(step);
+          REQUIRE(zg.dtype() == dt);  // and its gradient (train_pass checks)
+          REQUIRE_CLOSE("logits", widen(f, zg), zc.to_vector(), 5e-2);
+          REQUIRE(sg.count == sc.count);
+          REQUIRE_CLOSE("loss", std::vector<float>{static_cast<float>(sg.loss_sum)},
+                        std::vector<float>{static_cast<float>(sc.loss_sum)}, 5e-2);
+          for (size_t i = 0; i < cpu.params().params().size(); ++i) {
+            const Parameter& pc = cpu.params().params()[i];
+            const Parameter& pg = gpu.params().params()[i];
+            REQUIRE(pg.grad.dtype() == DType::F32);
+            const double tol = pc.name == last_weight || pc.name == last_bias ? 3e-2 : grad_tol;
+            std::vector<float> g = f.download(pg.grad);
+            for (float& v : g) v /= mp.grad_multiplier();  // fp16: the loss scale, a power of two (exact)
+            REQUIRE_CLOSE("gradient of " + pc.name, g, pc.grad.to_vector(), tol);
+          }
+          mp.step(0.05f);
+          std::vector<float> du_cpu = cpu.params().values().to_vector(), du_gpu = f.download(gpu.params().values());
+          for (size_t i = 0; i < du_cpu.size(); ++i) {
+            du_cpu[i] -= before_cpu[i];
+            du_gpu[i] -= before_gpu[i];
+          }
+          REQUIRE_CLOSE("parameter update", du_gpu, du_cpu, grad_tol);
+          if (step == 0) mallocs_after_first = f.ctx.allocator()->stats().device_mallocs;
         }
-        REQUIRE_CLOSE("parameter update", du_gpu, du_cpu, grad_tol);
-        if (step == 0) mallocs_after_first = f.ctx.allocator()->stats().device_mallocs;
-      }
-      INFO(model << ": cudaMalloc calls in the second bf16 step");
-      REQUIRE(f.ctx.allocator()->stats().device_mallocs == mallocs_after_first);
+        if (mp.scaler) {  // two finite steps, applied, at the same scale
+          const LossScaleState st = mp.scaler->read();
+          REQUIRE(st.applied == 2);
+          REQUIRE(st.skipped == 0);
+          REQUIRE(st.scale == ModelPair::kScale);
+        }
+        INFO(model << ": cudaMalloc calls in the second 16-bit step");
+        REQUIRE(f.ctx.allocator()->stats().device_mallocs == mallocs_after_first);
 
-      // Evaluation mode (running statistics, no dropout), still bf16.
-      const int step = 2;
-      if (!cpu.buffers().params().empty())
-        REQUIRE_CLOSE("running statistics", f.download(gpu.buffers().values()), cpu.buffers().values().to_vector(),
-                      5e-2);
-      const auto [ec, eg] = mp.eval_pass();
-      REQUIRE_CLOSE("evaluation logits", widen(f, eg), ec, 5e-2);
+        // Evaluation mode (running statistics, no dropout), still 16-bit.
+        const int step = 2;
+        if (!cpu.buffers().params().empty())
+          REQUIRE_CLOSE("running statistics", f.download(gpu.buffers().values()), cpu.buffers().values().to_vector(),
+                        5e-2);
+        const auto [ec, eg] = mp.eval_pass();
+        REQUIRE_CLOSE("evaluation logits", widen(f, eg), ec, 5e-2);
+      }
     }
   }
 }

@@ -261,7 +261,11 @@ row comm-nccl-on-cpu 2 trainer "--comm nccl: needs --device cuda" -- --comm nccl
 row unknown-comm 2 trainer "--comm: 'gloo' is not one of auto, nccl, mpi" -- --comm gloo
 row env-comm-nccl-on-cpu 2 trainer "--comm nccl: needs --device cuda (CPU gradients go over MPI) (set by LOCKSTEP_COMM)" LOCKSTEP_COMM=nccl -- $SYN
 row precision-on-cpu 2 trainer "--precision bf16: needs --device cuda (the CPU computes in fp32)" -- $SYN --precision bf16
-row unknown-precision 2 trainer "--precision: 'fp16' is not one of fp32, bf16" -- --precision fp16
+row unknown-precision 2 trainer "--precision: 'fp8' is not one of fp32, bf16, fp16" -- --precision fp8
+row fp16-on-cpu 2 trainer "--precision fp16: needs --device cuda (the CPU computes in fp32)" -- $SYN --precision fp16
+row loss-scale-small 2 trainer "--loss-scale: 0.5 must be from 1 to 2^24" -- $SYN --loss-scale 0.5
+row loss-scale-text 2 trainer "LOCKSTEP_LOSS_SCALE=big: --loss-scale: 'big' is not a finite number" LOCKSTEP_LOSS_SCALE=big -- $SYN
+row loss-scale-window-zero 2 trainer "--loss-scale-window: 0 must be positive" -- $SYN --loss-scale-window 0
 row metrics-dir 2 trainer "--metrics-file: directory $WORK/no/such does not exist" -- --metrics-file "$WORK/no/such/m.jsonl"
 row weights-to-dir 2 trainer "--save-weights: $WORK is a directory" -- $SYN --save-weights "$WORK"
 row timeline-dir 2 trainer "--timeline: directory $WORK/no/such does not exist" -- $SYN --timeline "$WORK/no/such/t.json"

@@ -1,0 +1,22 @@
+// The GPU side of dynamic loss scaling (optim/loss_scale_rule.h): the check of
+// the averaged gradients and the once-per-step rule, both queued on `stream`
+// (asynchronous; pointers are device memory).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "optim/loss_scale_rule.h"
+
+namespace lockstep {
+
+// Sets state->found_nonfinite to 1 if any of g[0, n) is inf or NaN (leaves it
+// alone otherwise, so several ranges can be checked before one step).  g [n] fp32
+void flag_nonfinite_cuda(int64_t n, const float* g, LossScaleState* state, cudaStream_t stream);
+
+// One thread runs loss_scale_step(*state, config, lr, base_factor, beta1, beta2).
+void loss_scale_step_cuda(LossScaleState* state, const LossScaleConfig& config, float lr, float base_factor,
+                          float beta1, float beta2, cudaStream_t stream);
+
+}  // namespace lockstep

@@ -1,0 +1,91 @@
+// Dynamic loss scaling for fp16 training: the state and the once-per-step
+// rule, shared by the GPU (one thread runs it, optim/loss_scale_cuda.cu) and
+// the host (unit tests; a plain header, no CUDA needed to include it).
+//
+// fp16 holds magnitudes from 6e-8 to 65504: small gradients flush to zero
+// unless the loss, and with it every gradient, is multiplied by a large scale
+// S before backward. The averaged gradients are then checked for inf/NaN:
+//   - all finite: the update uses gradients / S (folded into the optimizer's
+//     gradient factor, no extra pass), and after `growth_interval` finite
+//     steps in a row S grows by `growth_factor` (unless that overflows fp32);
+//   - any inf/NaN: the step is skipped (parameters, optimizer state and its
+//     step count unchanged) and S shrinks by `backoff_factor`.
+// These are torch.cuda.amp.GradScaler's semantics and defaults (init 2^16,
+// growth 2, backoff 0.5, interval 2000). The check runs after the gradients
+// are averaged over ranks, so every rank sees the same inf/NaN and takes the
+// same decision without another collective.
+//
+// Everything stays on the device: the scale the loss gradient reads, the
+// decision the optimizer kernels read and Adam's bias corrections for the
+// applied-step count (skipped steps do not count, as in PyTorch) -- the host
+// never waits for a step's outcome.
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define LOCKSTEP_HOST_DEVICE __host__ __device__
+#else
+#define LOCKSTEP_HOST_DEVICE
+#endif
+
+namespace lockstep {
+
+struct LossScaleConfig {
+  float init_scale = 65536.f;
+  float growth_factor = 2.f;
+  float backoff_factor = 0.5f;
+  int32_t growth_interval = 2000;  // finite steps in a row before the scale grows
+};
+
+// Lives in device memory; written only by kernels (and by restore at start).
+struct LossScaleState {
+  float scale = 0.f;            // S: multiplies the loss gradient of the coming backward
+  int32_t good_steps = 0;       // finite steps since S last changed
+  int32_t found_nonfinite = 0;  // set by the gradient check, cleared by loss_scale_step
+  int32_t skip = 0;             // loss_scale_step's decision for this step's update
+  int64_t skipped = 0;          // steps skipped so far
+  int64_t applied = 0;          // updates applied so far (Adam's t for this step is `applied`)
+  float grad_factor = 0.f;      // this step's gradient multiplier: base factor (1/N) / S
+  float step_size = 0.f;        // Adam: lr / (1 - beta1^t)
+  float inv_sqrt_bc2 = 0.f;     // Adam: 1 / sqrt(1 - beta2^t)
+  float unused = 0.f;
+};
+
+// The state the first step sees.
+inline LossScaleState initial_loss_scale_state(const LossScaleConfig& c) {
+  LossScaleState s;
+  s.scale = c.init_scale;
+  return s;
+}
+
+// Once per step, after the gradient check and before the optimizer's kernels:
+// decides this step (skip, grad_factor from the scale its backward used,
+// Adam's scalars for t = applied + 1 exactly as Adam::update computes them),
+// then moves the scale for the next step and clears the check's flag.
+// beta1 = beta2 = 0 for SGD (the Adam scalars are then lr and 1, unused).
+LOCKSTEP_HOST_DEVICE inline void loss_scale_step(LossScaleState& s, const LossScaleConfig& c, float lr,
+                                                 float base_factor, float beta1, float beta2) {
+  s.skip = s.found_nonfinite != 0 ? 1 : 0;
+  s.grad_factor = base_factor / s.scale;
+  if (s.skip) {
+    s.scale *= c.backoff_factor;
+    s.good_steps = 0;
+    ++s.skipped;
+  } else {
+    ++s.applied;
+    const double t = static_cast<double>(s.applied);
+    s.step_size = static_cast<float>(lr / (1.0 - ::pow(static_cast<double>(beta1), t)));
+    s.inv_sqrt_bc2 = static_cast<float>(1.0 / ::sqrt(1.0 - ::pow(static_cast<double>(beta2), t)));
+    if (++s.good_steps >= c.growth_interval) {
+      const float grown = s.scale * c.growth_factor;
+      if (grown <= 3.402823466e38f) s.scale = grown;  // stays finite (GradScaler's guard)
+      s.good_steps = 0;
+    }
+  }
+  s.found_nonfinite = 0;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,47 @@
+// LossScaler: the owner of fp16 training's dynamic loss scale on one rank's GPU
+// (the rule and its semantics: optim/loss_scale_rule.h). Per step:
+//   backward seeds the loss gradient with *scale_dev()        (nn/loss.h)
+//   after the gradient average: step(grads, n, lr, base)      (check + rule)
+//   the optimizer kernels read state_dev(): skip, grad factor, Adam's scalars
+// All of it queued on the context's stream; read() is the only host wait
+// (the trainer calls it when it logs, and before a checkpoint).
+// GPU builds only.
+#pragma once
+
+#include <cstdint>
+
+#include "optim/loss_scale_rule.h"
+#include "tensor/tensor.h"
+
+namespace lockstep {
+
+namespace cuda {
+class Context;
+}
+
+class LossScaler {
+ public:
+  LossScaler(cuda::Context& gpu, const LossScaleConfig& config);
+
+  const float* scale_dev() const { return &state()->scale; }
+  const LossScaleState* state_dev() const { return state(); }
+  // Queues the inf/NaN check of grads [n] and the step rule with this step's
+  // learning rate, base gradient factor (1/N when averaging) and Adam betas
+  // (0 for SGD).
+  void step(const float* grads, int64_t n, float lr, float base_factor, float beta1, float beta2);
+  // The state after the work queued so far (waits for the stream).
+  LossScaleState read() const;
+  // Replaces the state (a resumed or broadcast one); waits for the copy.
+  void restore(const LossScaleState& s);
+  const LossScaleConfig& config() const { return config_; }
+  LossScaleState initial() const { return initial_loss_scale_state(config_); }
+
+ private:
+  LossScaleState* state() const { return static_cast<LossScaleState*>(state_.raw_data()); }
+
+  cuda::Context& gpu_;
+  LossScaleConfig config_;
+  Tensor state_;  // sizeof(LossScaleState) bytes of device memory
+};
+
+}  // namespace lockstep
