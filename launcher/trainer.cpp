@@ -167,7 +167,9 @@ Fingerprint Trainer::fingerprint() const {
       {"buffers", param_signature(model_->buffers())},
       {"sync-batchnorm", c_.sync_batchnorm ? "on" : "off"},
       {"device", dev_ ? fmt::format("cuda, --comm {}", dev_->comm_mode()) : "cpu"},
-      {"precision", c_.precision},
+      {"precision", c_.precision == "fp16" ? fmt::format("fp16, loss scale from {}, window {}", c_.loss_scale,
+                                                         c_.loss_scale_window)
+                                           : c_.precision},
       {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
                               train_->sample_shape().str())},
       {"augment", augmentation(c_)},
@@ -308,8 +310,12 @@ void Trainer::start() {
     log_->info("world: {} rank{} on {} node{}; {}", world, world == 1 ? "" : "s", comm_.nodes(),
                comm_.nodes() == 1 ? "" : "s", dopt_->describe());
   if (resumed_from_)
-    log_->info("resumed from {} at step {} (epoch {}, step {} of it)", *resumed_from_, progress_.step,
-               progress_.epoch + 1, progress_.step_in_epoch);
+    log_->info("resumed from {} at step {} (epoch {}, step {} of it){}", *resumed_from_, progress_.step,
+               progress_.epoch + 1, progress_.step_in_epoch,
+               resumed_loss_scale_.scale > 0.f && dev_ && dev_->loss_scaler()
+                   ? fmt::format("; fp16 loss scale {}, {} steps skipped so far", resumed_loss_scale_.scale,
+                                 resumed_loss_scale_.skipped)
+                   : "");
   if (c_.sync_batchnorm && model_->buffers().params().empty())
     log_->warn("--sync-batchnorm: model {} has no batch norm layers; nothing to synchronise", c_.model);
   log_->debug("layers:\n{}", model_->summary());
@@ -344,8 +350,9 @@ void Trainer::checkpoint() {
   if (!rank0()) return;
   CheckpointInfo info;
   if (dev_ && dev_->loss_scaler()) {  // fp16: the applied updates are the optimizer's step count
+    dopt_->drain();  // bounded wait for the NCCL work, so the read below cannot hang on a lost peer
     const LossScaleState st = dev_->read_loss_scale();
-    opt_->set_steps(st.applied);
+    info.optimizer_steps = st.applied;
     info.loss_scale = st.scale;
     info.loss_scale_good_steps = st.good_steps;
     info.skipped_steps = st.skipped;

@@ -120,7 +120,7 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
       {"version", kVersion},
       {"model", model.name()},
       {"optimizer", opt.name()},
-      {"optimizer_steps", std::to_string(opt.steps())},
+      {"optimizer_steps", std::to_string(info.optimizer_steps >= 0 ? info.optimizer_steps : opt.steps())},
       {"step", std::to_string(pr.step)},
       {"epoch", std::to_string(pr.epoch)},
       {"step_in_epoch", std::to_string(pr.step_in_epoch)},

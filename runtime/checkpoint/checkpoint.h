@@ -43,6 +43,9 @@ struct CheckpointInfo {
   float loss_scale = 0.f;
   int64_t loss_scale_good_steps = 0;
   int64_t skipped_steps = 0;
+  // Written as the optimizer's step count when >= 0 (fp16: the updates the
+  // device applied, which the host's count of step() calls overstates).
+  int64_t optimizer_steps = -1;
 };
 
 // Returns the path written.

@@ -68,8 +68,10 @@ inline LossScaleState initial_loss_scale_state(const LossScaleConfig& c) {
 // beta1 = beta2 = 0 for SGD (the Adam scalars are then lr and 1, unused).
 LOCKSTEP_HOST_DEVICE inline void loss_scale_step(LossScaleState& s, const LossScaleConfig& c, float lr,
                                                  float base_factor, float beta1, float beta2) {
-  s.skip = s.found_nonfinite != 0 ? 1 : 0;
   s.grad_factor = base_factor / s.scale;
+  // A scale fallen so far that 1/S overflows skips too (the trainer stops
+  // training long before: below 2^-24).
+  s.skip = s.found_nonfinite != 0 || !(s.grad_factor <= 3.402823466e38f) ? 1 : 0;
   if (s.skip) {
     s.scale *= c.backoff_factor;
     s.good_steps = 0;

@@ -109,9 +109,22 @@ step train.lenet.cuda.fp16 trainer "${TRAIN[@]}" --device cuda --precision fp16 
 # saved and restored (the resumed run continues from the checkpoint's scale).
 fp16_resume() {
   rm -rf "$OUT/ckpt-fp16"
-  trainer "${TRAIN[@]}" --device cuda --precision fp16 --max-steps 300 --checkpoint-dir "$OUT/ckpt-fp16" &&
-    trainer "${TRAIN[@]}" --device cuda --precision fp16 --checkpoint-dir "$OUT/ckpt-fp16" --resume \
-      --metrics-file "$OUT/lenet-fp16-resumed.jsonl"
+  trainer "${TRAIN[@]}" --device cuda --precision fp16 --max-steps 300 --checkpoint-dir "$OUT/ckpt-fp16" \
+    --metrics-file "$OUT/lenet-fp16-first.jsonl" || return 1
+  trainer "${TRAIN[@]}" --device cuda --precision fp16 --checkpoint-dir "$OUT/ckpt-fp16" --resume \
+    --metrics-file "$OUT/lenet-fp16-resumed.jsonl" 2>&1 | tee "$OUT/lenet-fp16-resumed.out" || return 1
+  # The resumed run must start from the first run's last loss scale and skipped count.
+  host_env "$PY" - "$OUT" <<'PY'
+import json, re, sys
+out = sys.argv[1]
+recs = [json.loads(l) for l in open(f"{out}/lenet-fp16-first.jsonl") if l.strip()]
+last = [r for r in recs if r["type"] == "loss_scale"][-1]
+m = re.search(r"resumed from .*; fp16 loss scale ([0-9.e+-]+), (\d+) steps skipped so far",
+              open(f"{out}/lenet-fp16-resumed.out").read())
+got = (float(m.group(1)), int(m.group(2))) if m else None
+print("first run ended at loss scale", last["loss_scale"], "with", last["skipped_steps"], "skipped; resumed from", got)
+sys.exit(0 if got == (float(last["loss_scale"]), int(last["skipped_steps"])) else 1)
+PY
 }
 step train.lenet.fp16.resume fp16_resume
 step train.lenet.nccl.fp16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --precision fp16 \

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "gpu_test_util.h"
+#include "optim/distributed_optimizer.h"
 #include "optim/loss_scale_cuda.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
@@ -136,6 +138,49 @@ TEST_CASE("fp16 loss scaling: skipped steps change nothing, updates match the CP
     oc.weight_decay = 1e-2f;
     run_sequence(oc);
   }
+}
+
+// The trainer's path: DistributedOptimizer::step runs the check and the rule
+// with the reducer's gradient factor and the optimizer's betas (world of one,
+// staged through the host: the factor is 1/N = 1), then the update.
+TEST_CASE("fp16 loss scaling through the DistributedOptimizer matches the CPU optimizer", "[loss_scale]") {
+  OptimizerConfig oc;
+  SECTION("Adam") { oc.name = "adam"; }
+  SECTION("SGD with momentum") {
+    oc.name = "sgd";
+    oc.momentum = 0.9f;
+  }
+  GpuFixture f;
+  LossScaleConfig lc;
+  lc.init_scale = 4096.f;
+  ScaledPair sp(f, oc, lc);
+  SingleProcessCommunicator comm;
+  DistributedOptions o;
+  o.gpu = &f.ctx;
+  o.loss_scaler = &sp.scaler;
+  DistributedOptimizer dopt(*sp.opt_gpu, sp.gpu->params(), comm, o);
+  const float lr = 0.01f;
+  float scale = 4096.f;
+  for (int step = 0; step < 4; ++step) {
+    CAPTURE(step);
+    const auto g = random_vector(sp.n(), 40 + static_cast<uint64_t>(step), -0.5f, 0.5f);
+    std::vector<float> scaled(g);
+    for (float& v : scaled) v *= scale;
+    if (step == 1) scaled[7] = std::numeric_limits<float>::infinity();  // skipped; the scale halves
+    dopt.begin_backward(true);
+    f.ctx.synchronize();
+    copy_from_host(sp.gpu->params().grads(), scaled.data());
+    dopt.step(lr);
+    if (step == 1)
+      scale /= 2;
+    else
+      sp.cpu_step(g, lr);
+    LS_REQUIRE_PARITY(sp.snapshot(*sp.gpu, *sp.opt_gpu), sp.snapshot(*sp.cpu, *sp.opt_cpu), 1e-6);
+  }
+  const LossScaleState st = sp.scaler.read();
+  CHECK(st.applied == 3);
+  CHECK(st.skipped == 1);
+  CHECK(st.scale == 2048.f);
 }
 
 TEST_CASE("fp16 loss scaling: the device check finds one inf or NaN among a million values", "[loss_scale]") {

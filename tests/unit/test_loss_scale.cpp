@@ -109,6 +109,16 @@ TEST_CASE("loss scale: growth stops short of fp32 overflow", "[loss_scale]") {
   CHECK(s.good_steps == 0);
 }
 
+TEST_CASE("loss scale: a scale so small that 1/S overflows skips the step", "[loss_scale]") {
+  LossScaleConfig c;
+  c.init_scale = 1e-39f;  // fp32 subnormal: 0.5 / S is inf
+  LossScaleState s = initial_loss_scale_state(c);
+  step(s, c, false);
+  CHECK(s.skip == 1);
+  CHECK(s.applied == 0);
+  CHECK(s.skipped == 1);
+}
+
 TEST_CASE("loss scale: a checkpoint keeps the scale, its finite-step run and the skipped steps", "[loss_scale]") {
   testing::TempDir dir;
   const models::ModelSpec spec{Shape{1, 28, 28}, 10};
@@ -122,15 +132,19 @@ TEST_CASE("loss scale: a checkpoint keeps the scale, its finite-step run and the
   info.loss_scale = 1.5f * 1024.f;
   info.loss_scale_good_steps = 11;
   info.skipped_steps = 3;
+  info.optimizer_steps = 4;  // the applied updates: 7 steps, 3 skipped
   save_checkpoint(dir.path().string(), *model, *opt, info, 2);
   info.progress = {8, 0, 8};
   info.loss_scale = 0.f;  // an fp32 run's checkpoint: no loss-scale metadata
+  info.optimizer_steps = -1;  // the optimizer's own count
+  opt->set_steps(8);
   save_checkpoint(dir.path().string(), *model, *opt, info, 2);
 
   auto loaded = load_latest_checkpoint(dir.path().string(), *model, *opt, [](const std::string&) {});
   REQUIRE(loaded);
   CHECK(loaded->info.progress.step == 8);
   CHECK(loaded->info.loss_scale == 0.f);
+  CHECK(opt->steps() == 8);
   std::filesystem::remove(loaded->path);
   loaded = load_latest_checkpoint(dir.path().string(), *model, *opt, [](const std::string&) {});
   REQUIRE(loaded);
@@ -138,4 +152,5 @@ TEST_CASE("loss scale: a checkpoint keeps the scale, its finite-step run and the
   CHECK(loaded->info.loss_scale == 1536.f);
   CHECK(loaded->info.loss_scale_good_steps == 11);
   CHECK(loaded->info.skipped_steps == 3);
+  CHECK(opt->steps() == 4);
 }

@@ -51,7 +51,7 @@ TEST_CASE("gradients become final front-to-back in the flat buffer", "[params]")
   CHECK(model->params().find("layers.9.bias")->offset == 0);
 }
 
-TEST_CASE("a bf16 compute type leaves host inputs in fp32 and only accepts fp32 or bf16", "[params]") {
+TEST_CASE("a 16-bit compute type leaves host inputs in fp32 and only accepts fp32, bf16 or fp16", "[params]") {
   // Mixed precision converts GPU inputs only; on the CPU the same model with
   // set_compute_dtype(BF16) must give the fp32 results bit for bit.
   auto a = models::build_model("lenet", {}, 1);
@@ -71,7 +71,10 @@ TEST_CASE("a bf16 compute type leaves host inputs in fp32 and only accepts fp32 
   b->net().backward({}, &gb);
   CHECK(ga.to_vector() == gb.to_vector());
   CHECK(a->params().grads().to_vector() == b->params().grads().to_vector());
-  CHECK_THROWS(b->net().set_compute_dtype(DType::F16));
+  b->net().set_compute_dtype(DType::F16);  // fp16 likewise converts GPU inputs only
+  CHECK(b->net().forward(x, {}).to_vector() == ya.to_vector());
+  CHECK_THROWS(b->net().set_compute_dtype(DType::F64));
+  CHECK_THROWS(b->net().set_compute_dtype(DType::I32));
 }
 
 TEST_CASE("the planner fuses ReLU into Conv2d/Linear and runs Dropout in place only when safe", "[params]") {
