@@ -140,6 +140,37 @@ const ops::BatchNormShape kShapes[] = {
     {1, 3, 49}, {3, 5, 1}, {4, 16, 196}, {2, 64, 3136}, {3, 7, 143}, {8, 3, 12544}, {16, 2, 3136},
 };
 
+// The per-channel backward sums (sum dy, sum dy (x - mean)) of the GPU op
+// (sdy_gpu, sdyx_gpu: fp64 device tensors) and of the CPU op, each against an
+// fp64 sum of the same per-element terms from the masked dy: the GPU adds in
+// fp64 (order only), so kBackwardSumGpuTol; the CPU's fp32 plane sums are held
+// to kBackwardSumTol of the sum of the terms' magnitudes, since the total of
+// zero-mean terms can be near 0.
+void check_backward_sums(GpuFixture& f, const ops::BatchNormShape& s, const std::vector<float>& x,
+                         const std::vector<float>& mean, const std::vector<float>& dy, const Tensor& sdy_gpu,
+                         const Tensor& sdyx_gpu, const std::vector<double>& sdy_cpu,
+                         const std::vector<double>& sdyx_cpu) {
+  const size_t C = static_cast<size_t>(s.c);
+  std::vector<double> sdy_ref(C), sdyx_ref(C), sdy_abs(C), sdyx_abs(C);
+  for (int64_t i = 0; i < s.n; ++i)
+    for (size_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < s.hw; ++p) {
+        const size_t off = static_cast<size_t>((i * s.c + static_cast<int64_t>(c)) * s.hw + p);
+        const double g = dy[off], t = g * static_cast<double>(x[off] - mean[c]);
+        sdy_ref[c] += g;
+        sdyx_ref[c] += t;
+        sdy_abs[c] += std::abs(g);
+        sdyx_abs[c] += std::abs(t);
+      }
+  REQUIRE_PARITY_F64(download_f64(f, sdy_gpu), sdy_ref, kBackwardSumGpuTol);
+  REQUIRE_PARITY_F64(download_f64(f, sdyx_gpu), sdyx_ref, kBackwardSumGpuTol);
+  for (size_t c = 0; c < C; ++c) {
+    CAPTURE(c, sdy_cpu[c], sdy_ref[c], sdyx_cpu[c], sdyx_ref[c]);
+    REQUIRE(std::abs(sdy_cpu[c] - sdy_ref[c]) <= kBackwardSumTol * std::max(1.0, sdy_abs[c]));
+    REQUIRE(std::abs(sdyx_cpu[c] - sdyx_ref[c]) <= kBackwardSumTol * std::max(1.0, sdyx_abs[c]));
+  }
+}
+
 }  // namespace
 
 TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchnorm]") {
@@ -193,28 +224,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
       ops::batchnorm_backward_reduce_cuda(ctx, s, x_.data<float>(), yref_.data<float>(), dy_.data<float>(), relu,
                                           mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
       LS_REQUIRE_PARITY(download(dy_), dy_cpu, 0.0);
-      // Both against an fp64 sum of the same per-element terms (the GPU's):
-      // the GPU adds in fp64 (order only); the CPU's fp32 plane sums are held
-      // to kBackwardSumTol of the sum of the terms' magnitudes, since the
-      // total of zero-mean terms can be near 0.
-      std::vector<double> sdy_ref(C), sdyx_ref(C), sdy_abs(C), sdyx_abs(C);
-      for (int64_t i = 0; i < s.n; ++i)
-        for (size_t c = 0; c < C; ++c)
-          for (int64_t p = 0; p < s.hw; ++p) {
-            const size_t off = static_cast<size_t>((i * s.c + static_cast<int64_t>(c)) * s.hw + p);
-            const double g = dy_cpu[off], t = g * static_cast<double>(x[off] - mean[c]);
-            sdy_ref[c] += g;
-            sdyx_ref[c] += t;
-            sdy_abs[c] += std::abs(g);
-            sdyx_abs[c] += std::abs(t);
-          }
-      REQUIRE_PARITY_F64(download_f64(*this, sdy_), sdy_ref, kBackwardSumGpuTol);
-      REQUIRE_PARITY_F64(download_f64(*this, sdyx_), sdyx_ref, kBackwardSumGpuTol);
-      for (size_t c = 0; c < C; ++c) {
-        CAPTURE(c, sdy_cpu[c], sdy_ref[c], sdyx_cpu[c], sdyx_ref[c]);
-        REQUIRE(std::abs(sdy_cpu[c] - sdy_ref[c]) <= kBackwardSumTol * std::max(1.0, sdy_abs[c]));
-        REQUIRE(std::abs(sdyx_cpu[c] - sdyx_ref[c]) <= kBackwardSumTol * std::max(1.0, sdyx_abs[c]));
-      }
+      check_backward_sums(*this, s, x, mean, dy_cpu, sdy_, sdyx_, sdy_cpu, sdyx_cpu);
 
       // backward apply
       const auto a = random_vector(s.c, ++seed), b = random_vector(s.c, ++seed), d = random_vector(s.c, ++seed);
@@ -294,25 +304,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
           ops::batchnorm_backward_reduce_16_cuda(dt, ctx, s, x_.raw_data(), yref_.raw_data(), dy_.raw_data(), relu,
                                                  mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
           LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dy_)), dy_cpu, 0.0);
-          // Both against an fp64 sum of the same per-element terms, as in the fp32 case.
-          std::vector<double> sdy_ref(C), sdyx_ref(C), sdy_abs(C), sdyx_abs(C);
-          for (int64_t i = 0; i < s.n; ++i)
-            for (size_t c = 0; c < C; ++c)
-              for (int64_t p = 0; p < s.hw; ++p) {
-                const size_t off = static_cast<size_t>((i * s.c + static_cast<int64_t>(c)) * s.hw + p);
-                const double g = dy_cpu[off], t = g * static_cast<double>(x[off] - mean[c]);
-                sdy_ref[c] += g;
-                sdyx_ref[c] += t;
-                sdy_abs[c] += std::abs(g);
-                sdyx_abs[c] += std::abs(t);
-              }
-          REQUIRE_PARITY_F64(download_f64(*this, sdy_), sdy_ref, kBackwardSumGpuTol);
-          REQUIRE_PARITY_F64(download_f64(*this, sdyx_), sdyx_ref, kBackwardSumGpuTol);
-          for (size_t c = 0; c < C; ++c) {
-            CAPTURE(c, sdy_cpu[c], sdy_ref[c], sdyx_cpu[c], sdyx_ref[c]);
-            REQUIRE(std::abs(sdy_cpu[c] - sdy_ref[c]) <= kBackwardSumTol * std::max(1.0, sdy_abs[c]));
-            REQUIRE(std::abs(sdyx_cpu[c] - sdyx_ref[c]) <= kBackwardSumTol * std::max(1.0, sdyx_abs[c]));
-          }
+          check_backward_sums(*this, s, x, mean, dy_cpu, sdy_, sdyx_, sdy_cpu, sdyx_cpu);
 
           // backward apply: into another buffer, then in place (dx = dy)
           const auto a = random_vector(s.c, ++seed), b = random_vector(s.c, ++seed), d = random_vector(s.c, ++seed);
