@@ -10,8 +10,11 @@
 #include "cuda/check.h"
 #include "cuda/context.h"
 #include "cuda/device.h"
+#include "cuda/graph.h"
 #include "optim/loss_scaler.h"
 #endif
+
+#include <map>
 
 namespace lockstep {
 
@@ -32,12 +35,27 @@ struct DeviceRuntime::Impl {
       : mode(resolve_comm(c.comm, comm.local_size())),
         device(cuda::select_device(comm.local_rank(), comm.local_size(), mode == "nccl", "--device cuda")),
         ctx(device), timeout_s(c.collective_timeout_s) {
-    if (c.precision == "fp16") {
-      LossScaleConfig lc;
-      lc.init_scale = c.loss_scale;
+    if (c.precision == "fp16" || c.cuda_graph) {
+      LossScaleConfig lc;  // fp16: dynamic; a graph in fp32/bf16: a fixed scale of 1 (the step's scalars only)
+      lc.dynamic = c.precision == "fp16";
+      lc.init_scale = lc.dynamic ? c.loss_scale : 1.f;
       lc.growth_interval = c.loss_scale_window;
       scaler = std::make_unique<LossScaler>(ctx, lc);
     }
+    LS_CHECK_INPUT(!c.cuda_graph || mode == "nccl",
+                   "--cuda-graph: needs NCCL (--comm mpi, or ranks sharing a GPU, stage gradients through the host, "
+                   "which a graph cannot hold)");
+    if (c.cuda_graph) {
+      step_dev = Tensor::zeros(Shape{sizeof(HostStep)}, DType::U8, ctx.allocator());
+      for (Tensor& h : step_host) h = Tensor::zeros(Shape{sizeof(HostStep)}, DType::U8, pinned);
+    }
+  }
+
+  void wait_bounded(const cuda::Event& e) {
+    if (nccl)
+      nccl->wait(e, timeout_s);  // polls NCCL's error state; aborts and throws on an error or the timeout
+    else
+      e.synchronize();
   }
 
   struct Slot {
@@ -50,7 +68,7 @@ struct DeviceRuntime::Impl {
   std::string mode;
   int device;
   cuda::Context ctx;
-  std::unique_ptr<LossScaler> scaler;  // --precision fp16 (device memory: after ctx)
+  std::unique_ptr<LossScaler> scaler;  // --precision fp16 or --cuda-graph (device memory: after ctx)
   double timeout_s;
   cuda::Stream copy_stream;
   std::shared_ptr<cuda::PinnedAllocator> pinned = std::make_shared<cuda::PinnedAllocator>();
@@ -59,6 +77,24 @@ struct DeviceRuntime::Impl {
   int next = 0;
   bool any = false;
   Batch current;
+
+  // --cuda-graph
+  struct HostStep {
+    float lr;
+    int32_t unused;
+    int64_t step;
+  };
+  Tensor step_dev;         // one HostStep in device memory, read by the captured kernels
+  Tensor step_host[2];     // page-locked sources of its copies, used in turn
+  cuda::Event step_copied[2];
+  bool step_recorded[2] = {false, false};
+  int step_slot = 0;
+  std::map<const void*, cuda::CudaGraph> graphs;  // by batch slot
+  int warmup_left = kGraphWarmup;
+  cuda::Event graph_done[2];
+  bool graph_pending[2] = {false, false};
+  int graph_cur = 0;
+  int64_t captures = 0;
 };
 
 DeviceRuntime::DeviceRuntime(const TrainConfig& config, const Communicator& comm)
@@ -129,6 +165,66 @@ void DeviceRuntime::restore_loss_scale(const LossScaleState& s) {
   impl_->scaler->restore(s);
 }
 
+DeviceRuntime::StepScalars DeviceRuntime::set_step(float lr, int64_t step) {
+  Impl& m = *impl_;
+  LS_CHECK(m.step_dev.defined(), "set_step: not running with --cuda-graph");
+  const int i = m.step_slot;
+  if (m.step_recorded[i]) m.step_copied[i].synchronize();  // its last copy has read the slot
+  auto* h = static_cast<Impl::HostStep*>(m.step_host[i].raw_data());
+  *h = Impl::HostStep{lr, 0, step};
+  LS_CUDA_CHECK(cudaMemcpyAsync(m.step_dev.raw_data(), h, sizeof(Impl::HostStep), cudaMemcpyHostToDevice,
+                                m.ctx.raw_stream()));
+  m.step_copied[i].record(m.ctx.stream());
+  m.step_recorded[i] = true;
+  m.step_slot ^= 1;
+  const auto* d = static_cast<const Impl::HostStep*>(m.step_dev.raw_data());
+  return {&d->lr, &d->step};
+}
+
+DeviceRuntime::StepRun DeviceRuntime::run_step(const void* slot, const std::function<void()>& queue) {
+  Impl& m = *impl_;
+  if (m.warmup_left > 0) {  // buffers, workspaces and NCCL's own allocations settle first
+    --m.warmup_left;
+    queue();
+    return StepRun::Eager;
+  }
+  StepRun how = StepRun::Replayed;
+  auto it = m.graphs.find(slot);
+  if (it == m.graphs.end()) {
+    it = m.graphs.emplace(slot, cuda::CudaGraph::capture(m.ctx.stream(), queue)).first;
+    ++m.captures;
+    how = StepRun::Captured;
+  }
+  it->second.launch(m.ctx.stream());
+  // At most one step of run-ahead, as the eager reducer keeps it.
+  m.graph_done[m.graph_cur].record(m.ctx.stream());
+  m.graph_pending[m.graph_cur] = true;
+  const int prev = m.graph_cur ^ 1;
+  if (m.graph_pending[prev]) {
+    m.wait_bounded(m.graph_done[prev]);
+    m.graph_pending[prev] = false;
+  }
+  m.graph_cur = prev;
+  return how;
+}
+
+void DeviceRuntime::wait_graph_steps() {
+  Impl& m = *impl_;
+  for (int i : {m.graph_cur ^ 1, m.graph_cur})
+    if (m.graph_pending[i]) {
+      m.wait_bounded(m.graph_done[i]);
+      m.graph_pending[i] = false;
+    }
+}
+
+void DeviceRuntime::invalidate_graphs() {
+  wait_graph_steps();
+  impl_->graphs.clear();
+  impl_->warmup_left = kGraphWarmup;
+}
+
+int64_t DeviceRuntime::graph_captures() const { return impl_->captures; }
+
 void DeviceRuntime::synchronize() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 std::string DeviceRuntime::describe() const {
@@ -161,6 +257,13 @@ std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return cpu_allocato
 const Batch& DeviceRuntime::upload(const Batch& host) { return host; }
 LossScaler* DeviceRuntime::loss_scaler() { return nullptr; }
 LossScaleState DeviceRuntime::read_loss_scale() { LS_THROW("no GPU in this build"); }
+DeviceRuntime::StepScalars DeviceRuntime::set_step(float, int64_t) { LS_THROW("no GPU in this build"); }
+DeviceRuntime::StepRun DeviceRuntime::run_step(const void*, const std::function<void()>&) {
+  LS_THROW("no GPU in this build");
+}
+void DeviceRuntime::wait_graph_steps() {}
+void DeviceRuntime::invalidate_graphs() {}
+int64_t DeviceRuntime::graph_captures() const { return 0; }
 void DeviceRuntime::restore_loss_scale(const LossScaleState&) { LS_THROW("no GPU in this build"); }
 void DeviceRuntime::synchronize() {}
 std::string DeviceRuntime::describe() const { return "none"; }

@@ -13,11 +13,23 @@
 //                the GPU). Returns once the host batch has been read, so the
 //                loader may refill it.
 //   loss_scaler() --precision fp16: the rank's dynamic loss scale on the
-//                device (optim/loss_scaler.h); null otherwise.
+//                device (optim/loss_scaler.h); with --cuda-graph, a fixed
+//                scale of 1 that carries the step's device-side scalars;
+//                null otherwise.
+//   set_step(),  --cuda-graph: the step's learning rate and counter copied
+//   run_step()   into device memory before the step, then the step's work
+//                run eagerly while buffers settle (the first kGraphWarmup
+//                steps after start or invalidate_graphs()), captured into a
+//                CUDA graph once per batch slot, and replayed from then on:
+//                one launch per step instead of one per kernel. The host
+//                stays at most one step ahead, waiting (bounded by
+//                --collective-timeout, NCCL errors polled) for the step
+//                before.
 // Without CUDA support the constructor throws (options refuse --device cuda
 // earlier, with a one-line error).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,9 +62,26 @@ class DeviceRuntime {
   std::shared_ptr<Allocator> host_allocator();  // page-locked: the loaders' batch slots
 
   const Batch& upload(const Batch& host);
-  LossScaler* loss_scaler();  // --precision fp16; null otherwise
+  LossScaler* loss_scaler();  // --precision fp16 or --cuda-graph; null otherwise
   LossScaleState read_loss_scale();  // waits for the device (fp16 only)
   void restore_loss_scale(const LossScaleState& s);  // fp16 only
+
+  // --cuda-graph (see above). set_step's pointers are device memory and stay
+  // the same for the whole run.
+  static constexpr int kGraphWarmup = 2;
+  struct StepScalars {
+    const float* lr = nullptr;
+    const int64_t* step = nullptr;
+  };
+  StepScalars set_step(float lr, int64_t step);
+  enum class StepRun { Eager, Captured, Replayed };
+  // `slot`: the batch's device address (one graph per upload slot); `queue`
+  // queues the whole step (forward, loss, backward, reduction, update) on the
+  // compute stream without host waits.
+  StepRun run_step(const void* slot, const std::function<void()>& queue);
+  void wait_graph_steps();   // bounded wait for the steps launched from graphs
+  void invalidate_graphs();  // after work that may move device buffers (evaluation)
+  int64_t graph_captures() const;
   void synchronize();  // waits for all queued device work
   std::string describe() const;  // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), --comm nccl"
   std::string memory_report() const;  // caching allocator peak/reserved bytes

@@ -146,6 +146,8 @@ cxxopts::Options make_options() {
        "doubled after --loss-scale-window finite steps)", f(d.loss_scale))
       ("loss-scale-window", "fp16: finite steps in a row before the loss scale doubles",
        s(std::to_string(d.loss_scale_window)))
+      ("cuda-graph", "GPU: capture the training step (forward, backward, NCCL averaging, update) in a CUDA graph "
+       "and replay it each step: one launch instead of one per kernel", cxxopts::value<bool>()->default_value("false"))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
@@ -421,6 +423,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   const int64_t window = positive("loss-scale-window");
   LS_CHECK_INPUT(window <= 1000000, "--loss-scale-window: {} is more than 1000000", window);
   c.loss_scale_window = static_cast<int>(window);
+  c.cuda_graph = r["cuda-graph"].as<bool>();
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
@@ -471,6 +474,14 @@ void check_combinations(const TrainConfig& c) {
   LS_CHECK_INPUT(c.comm != "nccl" || c.device == "cuda", "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
   LS_CHECK_INPUT(c.precision == "fp32" || c.device == "cuda",
                  "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
+  LS_CHECK_INPUT(!c.cuda_graph || c.device == "cuda", "--cuda-graph: needs --device cuda");
+  LS_CHECK_INPUT(!c.cuda_graph || c.comm != "mpi",
+                 "--cuda-graph and --comm mpi: a graph cannot hold the host-staged gradient average (use NCCL)");
+  LS_CHECK_INPUT(!c.cuda_graph || c.accumulate_steps == 1,
+                 "--cuda-graph and --accumulate-steps {}: the captured step is one forward and backward",
+                 c.accumulate_steps);
+  LS_CHECK_INPUT(!c.cuda_graph || c.timeline.empty(),
+                 "--cuda-graph and --timeline: a replayed step has no per-layer host spans to record");
   LS_CHECK_INPUT(!c.benchmark || c.dataset == "synthetic",
                  "--benchmark and --dataset {}: benchmark mode trains on synthetic data shaped for the model (drop "
                  "--dataset)", c.dataset);

@@ -124,10 +124,9 @@ void Trainer::setup() {
     // Mixed precision: the input is rounded to bf16/fp16 once; weights stay
     // fp32. fp16's updates follow the device's loss-scale decision.
     if (c_.precision == "bf16") model_->net().set_compute_dtype(DType::BF16);
-    if (c_.precision == "fp16") {
-      model_->net().set_compute_dtype(DType::F16);
-      opt_->use_loss_scale(dev_->loss_scaler()->state_dev());
-    }
+    if (c_.precision == "fp16") model_->net().set_compute_dtype(DType::F16);
+    // fp16's loss scale, or a graph's device-side step scalars (--cuda-graph).
+    if (dev_->loss_scaler()) opt_->use_loss_scale(dev_->loss_scaler()->state_dev());
   }
   sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
@@ -186,6 +185,7 @@ Fingerprint Trainer::fingerprint() const {
       {"seed", std::to_string(c_.seed)},
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
+      {"cuda-graph", c_.cuda_graph ? "on" : "off"},
       {"buckets", fmt::format("{:.3f} MB cap (first {:.3f} MB), {} buckets", c_.fusion_threshold_mb,
                               c_.first_bucket_mb,
                               plan_buckets(model_->params(), distributed_options().bucket_bytes,
@@ -259,9 +259,11 @@ void Trainer::start() {
   std::memcpy(&resumed_loss_scale_.scale, &scale_bits, 4);
   resumed_loss_scale_.good_steps = v[4];
   resumed_loss_scale_.skipped = v[5];
-  if (dev_ && dev_->loss_scaler()) {  // fp16: the updates applied so far are the optimizer's (broadcast) step count
+  // fp16 or --cuda-graph: the device counts the updates applied; they are the
+  // optimizer's (broadcast) step count. fp16 also resumes its loss scale.
+  if (dev_ && dev_->loss_scaler()) {
     LossScaleState st = dev_->loss_scaler()->initial();
-    if (resumed_loss_scale_.scale > 0.f) {
+    if (c_.precision == "fp16" && resumed_loss_scale_.scale > 0.f) {
       st.scale = resumed_loss_scale_.scale;
       st.good_steps = static_cast<int32_t>(std::min<int64_t>(resumed_loss_scale_.good_steps, INT32_MAX));
       st.skipped = resumed_loss_scale_.skipped;
@@ -296,7 +298,7 @@ void Trainer::start() {
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
              global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
   if (dev_)
-    log_->info("device: {}{}", dev_->describe(),
+    log_->info("device: {}{}{}", dev_->describe(),
                c_.precision == "fp32"
                    ? ""
                    : fmt::format("; precision {} (activations and tensor-core math in {}; fp32 weights, gradients "
@@ -305,14 +307,18 @@ void Trainer::start() {
                                  c_.precision == "fp16"
                                      ? fmt::format("; dynamic loss scale from {}, doubled after {} finite steps",
                                                    c_.loss_scale, c_.loss_scale_window)
-                                     : ""));
+                                     : ""),
+               c_.cuda_graph ? fmt::format("; --cuda-graph: each batch slot's step captured after {} eager steps, "
+                                           "then replayed (again after each evaluation)",
+                                           DeviceRuntime::kGraphWarmup)
+                             : "");
   if (world > 1 || dev_)
     log_->info("world: {} rank{} on {} node{}; {}", world, world == 1 ? "" : "s", comm_.nodes(),
                comm_.nodes() == 1 ? "" : "s", dopt_->describe());
   if (resumed_from_)
     log_->info("resumed from {} at step {} (epoch {}, step {} of it){}", *resumed_from_, progress_.step,
                progress_.epoch + 1, progress_.step_in_epoch,
-               resumed_loss_scale_.scale > 0.f && dev_ && dev_->loss_scaler()
+               resumed_loss_scale_.scale > 0.f && c_.precision == "fp16"
                    ? fmt::format("; fp16 loss scale {}, {} steps skipped so far", resumed_loss_scale_.scale,
                                  resumed_loss_scale_.skipped)
                    : "");
@@ -349,13 +355,16 @@ void Trainer::checkpoint() {
   sync_buffers();  // collective: every rank checkpoints at the same step
   if (!rank0()) return;
   CheckpointInfo info;
-  if (dev_ && dev_->loss_scaler()) {  // fp16: the applied updates are the optimizer's step count
-    dopt_->drain();  // bounded wait for the NCCL work, so the read below cannot hang on a lost peer
+  if (dev_ && dev_->loss_scaler()) {  // fp16 or --cuda-graph: the applied updates are the optimizer's step count
+    dev_->wait_graph_steps();
+    dopt_->drain();  // bounded waits for the NCCL work, so the read below cannot hang on a lost peer
     const LossScaleState st = dev_->read_loss_scale();
     info.optimizer_steps = st.applied;
-    info.loss_scale = st.scale;
-    info.loss_scale_good_steps = st.good_steps;
-    info.skipped_steps = st.skipped;
+    if (c_.precision == "fp16") {
+      info.loss_scale = st.scale;
+      info.loss_scale_good_steps = st.good_steps;
+      info.skipped_steps = st.skipped;
+    }
   }
   info.progress = progress_;
   info.global_batch = global_batch_;
@@ -413,6 +422,54 @@ void Trainer::check_replicas() {
       fmt::join(named, "; "), format_ranks(groups[reference]), reference, c_.check_replicas_every));
 }
 
+void Trainer::check_loss(const LossAccumulator& train_loss) {
+  // GPU: the read waits for the device, and the compute stream waits for the
+  // previous step's NCCL work; wait for that first, bounded by the timeout,
+  // so a lost peer ends the job instead of hanging the read.
+  if (dev_) {
+    dev_->wait_graph_steps();
+    dopt_->drain();
+  }
+  const bool fp16 = c_.precision == "fp16";
+  const double l = train_loss.read().loss_sum;
+  LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr{})", l,
+           dev_ ? "by" : "at", progress_.step, fp16 ? ", or --precision bf16" : "");
+  if (fp16) {  // a scale that keeps falling means every step is being skipped
+    const LossScaleState st = dev_->read_loss_scale();
+    LS_CHECK(st.scale >= kMinLossScale,
+             "training diverged: the fp16 loss scale fell to {} by step {} ({} steps skipped: the gradients are "
+             "inf/NaN at any scale; try a smaller --lr)",
+             st.scale, progress_.step, st.skipped);
+  }
+}
+
+void Trainer::graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
+                         bool epoch_end) {
+  const Batch& b = dev_->upload(loader.next());
+  // The learning rate and step counter go to device memory, where the
+  // captured kernels read them (the optimizer through the step state,
+  // dropout through the context); host values in a graph would be frozen.
+  const DeviceRuntime::StepScalars sp = dev_->set_step(sched_.lr(progress_.step), progress_.step);
+  LossScaler* const scaler = dev_->loss_scaler();
+  scaler->read_lr_from(sp.lr);
+  const bool fp16 = c_.precision == "fp16";
+  ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(0), bn_sync_.get(), gpu()};
+  fctx.step_dev = sp.step;
+  // Queued work only: no host reads (the loss check follows the step).
+  const auto how = dev_->run_step(b.images.raw_data(), [&] {
+    const Tensor& logits = net.forward(b.images, fctx);
+    train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
+    Tensor dlogits = net.output_grad();
+    softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
+                                   fp16 ? scaler->scale_dev() : nullptr);
+    dopt_->begin_backward(true);
+    net.backward(BackwardContext{false, bn_sync_.get(), gpu()});
+    dopt_->step(sched_.lr(progress_.step));
+  });
+  if (how == DeviceRuntime::StepRun::Replayed) train_loss.count_replayed(b.labels.size(0));
+  if (progress_.step % kGpuLossCheckEvery == 0 || epoch_end) check_loss(train_loss);
+}
+
 TrainSummary Trainer::run() {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
@@ -432,7 +489,8 @@ TrainSummary Trainer::run() {
   std::vector<int64_t> epoch_numbers;
   const int epoch_digits = static_cast<int>(std::to_string(epochs_).size());
   const float batch_mean = 1.f / static_cast<float>(micro_batch_ * K);
-  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // --precision fp16
+  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // --precision fp16 or --cuda-graph
+  const bool fp16 = c_.precision == "fp16";
 
   while (progress_.step < total_steps_) {
     const int64_t epoch = progress_.epoch, s0 = progress_.step_in_epoch;
@@ -458,38 +516,29 @@ TrainSummary Trainer::run() {
     auto tick = t_epoch;
     for (int64_t s = 0; s < steps_now; ++s) {
       tracker_.set_step(progress_.step + 1);  // the step being worked on, counted from 1
-      for (int micro = 0; micro < K; ++micro) {
-        const auto t_wait = Clock::now();
-        const Batch& hb = loader.next();
-        const Batch& b = dev_ ? dev_->upload(hb) : hb;  // GPU: queued copy on the copy stream
-        if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
-        const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro), bn_sync_.get(), gpu()};
-        const Tensor& logits = net.forward(b.images, fctx);
-        train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
-        // A non-finite loss makes the running sum non-finite: the CPU checks every
-        // step; the GPU every kGpuLossCheckEvery steps (each check waits for it).
-        if (!dev_ || progress_.step % kGpuLossCheckEvery == 0 || s + 1 == steps_now) {
-          // GPU: the read waits for the device, and the compute stream waits for
-          // the previous step's NCCL work; wait for that first, bounded by the
-          // timeout, so a lost peer ends the job instead of hanging the read.
-          if (dev_) dopt_->drain();
-          const double l = train_loss.read().loss_sum;
-          LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr{})", l,
-                   dev_ ? "by" : "at", progress_.step, scaler ? ", or --precision bf16" : "");
-          if (scaler) {  // fp16: a scale that keeps falling means every step is being skipped
-            const LossScaleState st = dev_->read_loss_scale();
-            LS_CHECK(st.scale >= kMinLossScale, "training diverged: the fp16 loss scale fell to {} by step {} ({} "
-                     "steps skipped: the gradients are inf/NaN at any scale; try a smaller --lr)",
-                     st.scale, progress_.step, st.skipped);
-          }
+      if (c_.cuda_graph) {
+        graph_step(net, loader, train_loss, batch_mean, s + 1 == steps_now);
+      } else {
+        for (int micro = 0; micro < K; ++micro) {
+          const auto t_wait = Clock::now();
+          const Batch& hb = loader.next();
+          const Batch& b = dev_ ? dev_->upload(hb) : hb;  // GPU: queued copy on the copy stream
+          if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
+          const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro),
+                                    bn_sync_.get(), gpu()};
+          const Tensor& logits = net.forward(b.images, fctx);
+          train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
+          // A non-finite loss makes the running sum non-finite: the CPU checks every
+          // step; the GPU every kGpuLossCheckEvery steps (each check waits for it).
+          if (!dev_ || progress_.step % kGpuLossCheckEvery == 0 || s + 1 == steps_now) check_loss(train_loss);
+          Tensor dlogits = net.output_grad();
+          softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
+                                         fp16 ? scaler->scale_dev() : nullptr);
+          dopt_->begin_backward(micro == K - 1);  // buckets go out only during the last backward
+          net.backward(BackwardContext{micro > 0, bn_sync_.get(), gpu()});
         }
-        Tensor dlogits = net.output_grad();
-        softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
-                                       scaler ? scaler->scale_dev() : nullptr);
-        dopt_->begin_backward(micro == K - 1);  // buckets go out only during the last backward
-        net.backward(BackwardContext{micro > 0, bn_sync_.get(), gpu()});
+        dopt_->step(sched_.lr(progress_.step));
       }
-      dopt_->step(sched_.lr(progress_.step));
       ++progress_.step;
       if (c_.inject_rank == comm_.rank() && c_.inject_step == progress_.step) {  // --inject-fault replica-drift
         Tensor first = model_->params().values().slice(0, Shape{1});
@@ -504,7 +553,8 @@ TrainSummary Trainer::run() {
         progress_.step_in_epoch = 0;
       }
       if (dev_ && s + 1 == steps_now) {  // the epoch's time includes its queued GPU work
-        dopt_->drain();                   // NCCL first: bounded by the timeout, errors named
+        dev_->wait_graph_steps();         // NCCL first: bounded by the timeout, errors named
+        dopt_->drain();
         dev_->synchronize();
       }
       const auto now = Clock::now();
@@ -547,6 +597,9 @@ TrainSummary Trainer::run() {
     const Sums tr = train.reduced(comm_, tracker_, CollectiveKind::Metrics);
     const auto t_test = Clock::now();
     const EvalResult test = c_.eval ? evaluate() : EvalResult{};
+    // The next epoch has a new loss accumulator, and evaluation may have grown
+    // buffers: the captured steps point at both, so capture again.
+    if (c_.cuda_graph) dev_->invalidate_graphs();
     const double test_s = seconds_since(t_test);
     bar.clear();
     const double ips = tr.count / train_s;
@@ -562,7 +615,7 @@ TrainSummary Trainer::run() {
                       {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
                       {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
                       {"lr", sched_.lr(progress_.step - 1)}});
-    if (scaler) {  // fp16 (the epoch's train loss read has already waited for the device)
+    if (fp16) {  // the epoch's train loss read has already waited for the device
       const LossScaleState st = dev_->read_loss_scale();
       log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped,
                  progress_.step);

@@ -30,6 +30,8 @@
 #include "data/dataset.h"
 #include "device_runtime.h"
 #include "data/sampler.h"
+#include "data/loader.h"
+#include "nn/loss.h"
 #include "nn/model.h"
 #include "optim/distributed_optimizer.h"
 #include "optim/schedule.h"
@@ -91,6 +93,14 @@ class Trainer {
   // evaluation, checkpoints and saved weights.
   void sync_buffers();
   DistributedOptions distributed_options() const;
+  // A non-finite training loss (fp16: a collapsed loss scale) stops training
+  // with one clear error; on the GPU it waits for the device first (bounded).
+  void check_loss(const LossAccumulator& train_loss);
+  // --cuda-graph: one training step (one micro-batch) through
+  // DeviceRuntime::run_step, the loss checked every kGpuLossCheckEvery steps
+  // and at `epoch_end`.
+  void graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
+                  bool epoch_end);
   cuda::Context* gpu() const { return dev_ ? &dev_->gpu() : nullptr; }
 
   const TrainConfig& c_;

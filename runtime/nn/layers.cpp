@@ -397,12 +397,13 @@ void Dropout::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Dropout").raw_stream();
+    const ops::DeviceDropoutKey dk{ctx.seed, stream_, ctx.step_dev};  // a captured step: the key drawn on the device
     if (is_16bit_float(x.dtype()))
       ops::dropout_forward_16_cuda(x.dtype(), rows, row_len, ctx.sample_offset, key, p_, x.raw_data(), y.raw_data(),
-                                   mask_.data<uint8_t>(), st);
+                                   mask_.data<uint8_t>(), st, dk);
     else
       ops::dropout_forward_cuda(rows, row_len, ctx.sample_offset, key, p_, x.data<float>(), y.data<float>(),
-                                mask_.data<uint8_t>(), st);
+                                mask_.data<uint8_t>(), st, dk);
     return;
   }
 #endif

@@ -32,6 +32,9 @@ void softmax_cross_entropy_backward(const Tensor& logits, const Tensor& labels, 
 class LossAccumulator {
  public:
   void add(const Tensor& logits, const Tensor& labels, float label_smoothing = 0.f, cuda::Context* gpu = nullptr);
+  // A replayed CUDA graph step ran add()'s kernels again (the device sums
+  // grew); the host's sample count learns of its `rows` here.
+  void count_replayed(int64_t rows) { host_.count += rows; }
   LossStats read() const;  // everything added since construction or reset()
   void reset();
 

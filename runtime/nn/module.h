@@ -53,6 +53,10 @@ struct ForwardContext {
   // Tensors on a GPU: the rank's device context (stream, allocator, cuBLAS and
   // cuDNN handles); layers queue their kernels on its stream. Null on the CPU.
   cuda::Context* gpu = nullptr;
+  // A captured CUDA graph's step counter in device memory (--cuda-graph):
+  // stochastic layers read the step there when the kernel runs, not `step`,
+  // which the graph would freeze. Null otherwise.
+  const int64_t* step_dev = nullptr;
 };
 
 struct BackwardContext {

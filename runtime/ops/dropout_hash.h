@@ -13,13 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
-#ifndef LS_HOST_DEVICE
-#if defined(__CUDACC__)
-#define LS_HOST_DEVICE __host__ __device__
-#else
-#define LS_HOST_DEVICE
-#endif
-#endif
+#include "core/host_device.h"
 
 namespace lockstep::ops {
 
@@ -52,6 +46,21 @@ LS_HOST_DEVICE constexpr uint32_t dropout_keep(uint32_t row_key, int64_t e, uint
   const uint32_t u = dropout_mix32(row_key + static_cast<uint32_t>(e) * 0x9E3779B9u) >> 8;
   return u >= threshold ? 1u : 0u;
 }
+
+// The key of dropout stream `stream` at step `step` under `seed`: the host's
+// rng_key(seed, stream, step) (core/rng.h; the CPU file static_asserts the two
+// agree), computable on the device.
+LS_HOST_DEVICE constexpr uint64_t dropout_stream_key(uint64_t seed, uint64_t stream, uint64_t step) {
+  return dropout_mix64(dropout_mix64(dropout_mix64(dropout_mix64(seed) ^ stream) ^ step) ^ 0);
+}
+
+// A dropout key whose step is read on the device when the kernel runs (a
+// captured CUDA graph replays with the step counter in device memory):
+// key = dropout_stream_key(seed, stream, *step). step null: the host's key.
+struct DeviceDropoutKey {
+  uint64_t seed = 0, stream = 0;
+  const int64_t* step = nullptr;
+};
 
 // Host side: the keep threshold ceil(p * 2^24) and the kept values' scale 1 / (1 - p).
 inline uint32_t dropout_threshold(float p) {

@@ -42,6 +42,8 @@ static_assert(dropout_row_key(0x0123456789ABCDEFull, 0) == static_cast<uint32_t>
 static_assert(dropout_row_key(0xFEDCBA9876543210ull, 1234567) ==
               static_cast<uint32_t>(rng_u64(0xFEDCBA9876543210ull, 1234567)));
 static_assert(dropout_row_key(~0ull, ~0ull) == static_cast<uint32_t>(rng_u64(~0ull, ~0ull)));
+static_assert(dropout_stream_key(7, 0x1234, 99) == rng_key(7, 0x1234, 99));
+static_assert(dropout_stream_key(~0ull, 1, ~0ull) == rng_key(~0ull, 1, ~0ull));
 
 LS_SIMD_CLONES void dropout_row(int64_t n, uint32_t row_key, uint32_t threshold, float scale, const float* x, float* y,
                                 uint8_t* mask) {

@@ -74,7 +74,8 @@ __global__ void scale_kernel(int64_t n, float alpha, float* x) {
 // the mask does not depend on T.
 template <typename T>
 __global__ void dropout_forward_kernel(int64_t n, int64_t row_len, int64_t row0, uint64_t key, uint32_t threshold,
-                                       float scale, const T* x, T* y, uint8_t* mask) {
+                                       float scale, const T* x, T* y, uint8_t* mask, DeviceDropoutKey dk) {
+  if (dk.step) key = dropout_stream_key(dk.seed, dk.stream, static_cast<uint64_t>(*dk.step));
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const int64_t r = i / row_len;
     const int64_t e = i - r * row_len;
@@ -154,11 +155,11 @@ void launch_add_inplace(int64_t n, const T* x, T* y, cudaStream_t stream) {
 
 template <typename T>
 void launch_dropout_forward(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const T* x, T* y,
-                            uint8_t* mask, cudaStream_t stream) {
+                            uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk) {
   if (rows <= 0 || row_len <= 0) return;
   const int64_t n = rows * row_len;
   dropout_forward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, row_len, row0, key, dropout_threshold(p),
-                                                                     dropout_scale(p), x, y, mask);
+                                                                     dropout_scale(p), x, y, mask, dk);
   LS_CUDA_CHECK_LAUNCH();
 }
 
@@ -194,8 +195,8 @@ void scale_cuda(int64_t n, float alpha, float* x, cudaStream_t stream) {
 }
 
 void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
-                          uint8_t* mask, cudaStream_t stream) {
-  launch_dropout_forward(rows, row_len, row0, key, p, x, y, mask, stream);
+                          uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk) {
+  launch_dropout_forward(rows, row_len, row0, key, p, x, y, mask, stream, dk);
 }
 
 void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream) {
@@ -234,10 +235,11 @@ void add_inplace_16_cuda(DType dt, int64_t n, const void* x, void* y, cudaStream
 }
 
 void dropout_forward_16_cuda(DType dt, int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p,
-                             const void* x, void* y, uint8_t* mask, cudaStream_t stream) {
+                             const void* x, void* y, uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk) {
   cuda::dispatch_16bit(dt, [&](auto tag) {
     using T = decltype(tag);
-    launch_dropout_forward(rows, row_len, row0, key, p, static_cast<const T*>(x), static_cast<T*>(y), mask, stream);
+    launch_dropout_forward(rows, row_len, row0, key, p, static_cast<const T*>(x), static_cast<T*>(y), mask, stream,
+                           dk);
   });
 }
 

@@ -41,7 +41,7 @@ void Adam::update(int64_t begin, int64_t end, float lr, float scale, bool decay)
 #ifdef LOCKSTEP_HAVE_CUDA
   if (gpu_) {
     adam_update_cuda(end - begin, p + begin, g + begin, m + begin, v + begin, step_size, inv_sqrt_bc2, scale, b1, b2,
-                     eps, l2, shrink, loss_scale_, gpu_->raw_stream());
+                     eps, l2, shrink, decoupled_ ? wd : 0.f, loss_scale_, gpu_->raw_stream());
     return;
   }
 #endif

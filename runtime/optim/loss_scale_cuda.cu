@@ -14,9 +14,9 @@ __global__ void flag_nonfinite_kernel(int64_t n, const float* g, LossScaleState*
   if (bad) state->found_nonfinite = 1;
 }
 
-__global__ void loss_scale_step_kernel(LossScaleState* state, LossScaleConfig config, float lr, float base_factor,
-                                       float beta1, float beta2) {
-  loss_scale_step(*state, config, lr, base_factor, beta1, beta2);
+__global__ void loss_scale_step_kernel(LossScaleState* state, LossScaleConfig config, float lr, const float* lr_dev,
+                                       float base_factor, float beta1, float beta2) {
+  loss_scale_step(*state, config, lr_dev ? *lr_dev : lr, base_factor, beta1, beta2);
 }
 
 }  // namespace
@@ -27,9 +27,9 @@ void flag_nonfinite_cuda(int64_t n, const float* g, LossScaleState* state, cudaS
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void loss_scale_step_cuda(LossScaleState* state, const LossScaleConfig& config, float lr, float base_factor,
-                          float beta1, float beta2, cudaStream_t stream) {
-  loss_scale_step_kernel<<<1, 1, 0, stream>>>(state, config, lr, base_factor, beta1, beta2);
+void loss_scale_step_cuda(LossScaleState* state, const LossScaleConfig& config, float lr, const float* lr_dev,
+                          float base_factor, float beta1, float beta2, cudaStream_t stream) {
+  loss_scale_step_kernel<<<1, 1, 0, stream>>>(state, config, lr, lr_dev, base_factor, beta1, beta2);
   LS_CUDA_CHECK_LAUNCH();
 }
 

@@ -15,8 +15,9 @@ namespace lockstep {
 // alone otherwise, so several ranges can be checked before one step).  g [n] fp32
 void flag_nonfinite_cuda(int64_t n, const float* g, LossScaleState* state, cudaStream_t stream);
 
-// One thread runs loss_scale_step(*state, config, lr, base_factor, beta1, beta2).
-void loss_scale_step_cuda(LossScaleState* state, const LossScaleConfig& config, float lr, float base_factor,
-                          float beta1, float beta2, cudaStream_t stream);
+// One thread runs loss_scale_step(*state, config, lr, base_factor, beta1, beta2),
+// with lr = *lr_dev when lr_dev (device memory) is given (a captured step).
+void loss_scale_step_cuda(LossScaleState* state, const LossScaleConfig& config, float lr, const float* lr_dev,
+                          float base_factor, float beta1, float beta2, cudaStream_t stream);
 
 }  // namespace lockstep

@@ -15,6 +15,10 @@
 // are averaged over ranks, so every rank sees the same inf/NaN and takes the
 // same decision without another collective.
 //
+// With a fixed scale (LossScaleConfig::dynamic false) the same state and rule
+// carry a captured CUDA graph's per-step scalars: the learning rate read from
+// device memory, and Adam's bias corrections.
+//
 // Everything stays on the device: the scale the loss gradient reads, the
 // decision the optimizer kernels read and Adam's bias corrections for the
 // applied-step count (skipped steps do not count, as in PyTorch) -- the host
@@ -25,15 +29,15 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define LOCKSTEP_HOST_DEVICE __host__ __device__
-#else
-#define LOCKSTEP_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace lockstep {
 
 struct LossScaleConfig {
+  // false: a fixed scale (init_scale; 1 means none) with no inf/NaN check --
+  // the state then only carries the step's device-side scalars (the learning
+  // rate and Adam's bias corrections), which captured CUDA graphs need.
+  bool dynamic = true;
   float init_scale = 65536.f;
   float growth_factor = 2.f;
   float backoff_factor = 0.5f;
@@ -51,7 +55,7 @@ struct LossScaleState {
   float grad_factor = 0.f;      // this step's gradient multiplier: base factor (1/N) / S
   float step_size = 0.f;        // Adam: lr / (1 - beta1^t)
   float inv_sqrt_bc2 = 0.f;     // Adam: 1 / sqrt(1 - beta2^t)
-  float unused = 0.f;
+  float lr = 0.f;               // this step's learning rate (the optimizer kernels read it)
 };
 
 // The state the first step sees.
@@ -63,11 +67,13 @@ inline LossScaleState initial_loss_scale_state(const LossScaleConfig& c) {
 
 // Once per step, after the gradient check and before the optimizer's kernels:
 // decides this step (skip, grad_factor from the scale its backward used,
-// Adam's scalars for t = applied + 1 exactly as Adam::update computes them),
-// then moves the scale for the next step and clears the check's flag.
-// beta1 = beta2 = 0 for SGD (the Adam scalars are then lr and 1, unused).
-LOCKSTEP_HOST_DEVICE inline void loss_scale_step(LossScaleState& s, const LossScaleConfig& c, float lr,
-                                                 float base_factor, float beta1, float beta2) {
+// the learning rate, Adam's scalars for t = applied + 1 exactly as
+// Adam::update computes them), then moves the scale for the next step (a
+// dynamic one only) and clears the check's flag. beta1 = beta2 = 0 for SGD
+// (the Adam scalars are then lr and 1, unused).
+LS_HOST_DEVICE inline void loss_scale_step(LossScaleState& s, const LossScaleConfig& c, float lr, float base_factor,
+                                           float beta1, float beta2) {
+  s.lr = lr;
   s.grad_factor = base_factor / s.scale;
   // A scale fallen so far that 1/S overflows skips too (the trainer stops
   // training long before: below 2^-24).
@@ -81,7 +87,7 @@ LOCKSTEP_HOST_DEVICE inline void loss_scale_step(LossScaleState& s, const LossSc
     const double t = static_cast<double>(s.applied);
     s.step_size = static_cast<float>(lr / (1.0 - ::pow(static_cast<double>(beta1), t)));
     s.inv_sqrt_bc2 = static_cast<float>(1.0 / ::sqrt(1.0 - ::pow(static_cast<double>(beta2), t)));
-    if (++s.good_steps >= c.growth_interval) {
+    if (c.dynamic && ++s.good_steps >= c.growth_interval) {
       const float grown = s.scale * c.growth_factor;
       if (grown <= 3.402823466e38f) s.scale = grown;  // stays finite (GradScaler's guard)
       s.good_steps = 0;

@@ -24,8 +24,8 @@ LossScaler::LossScaler(cuda::Context& gpu, const LossScaleConfig& config) : gpu_
 }
 
 void LossScaler::step(const float* grads, int64_t n, float lr, float base_factor, float beta1, float beta2) {
-  flag_nonfinite_cuda(n, grads, state(), gpu_.raw_stream());
-  loss_scale_step_cuda(state(), config_, lr, base_factor, beta1, beta2, gpu_.raw_stream());
+  if (config_.dynamic) flag_nonfinite_cuda(n, grads, state(), gpu_.raw_stream());
+  loss_scale_step_cuda(state(), config_, lr, lr_dev_, base_factor, beta1, beta2, gpu_.raw_stream());
 }
 
 LossScaleState LossScaler::read() const {

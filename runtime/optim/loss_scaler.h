@@ -1,5 +1,6 @@
 // LossScaler: the owner of fp16 training's dynamic loss scale on one rank's GPU
-// (the rule and its semantics: optim/loss_scale_rule.h). Per step:
+// (the rule and its semantics: optim/loss_scale_rule.h); with a fixed scale of
+// 1, of a captured step's device-side scalars (--cuda-graph). Per step:
 //   backward seeds the loss gradient with *scale_dev()        (nn/loss.h)
 //   after the gradient average: step(grads, n, lr, base)      (check + rule)
 //   the optimizer kernels read state_dev(): skip, grad factor, Adam's scalars
@@ -29,6 +30,9 @@ class LossScaler {
   // learning rate, base gradient factor (1/N when averaging) and Adam betas
   // (0 for SGD).
   void step(const float* grads, int64_t n, float lr, float base_factor, float beta1, float beta2);
+  // Captured CUDA graphs: the learning rate is read from this device float at
+  // run time instead of step()'s argument (which a graph would freeze).
+  void read_lr_from(const float* lr_dev) { lr_dev_ = lr_dev; }
   // The state after the work queued so far (waits for the stream).
   LossScaleState read() const;
   // Replaces the state (a resumed or broadcast one); waits for the copy.
@@ -41,6 +45,7 @@ class LossScaler {
 
   cuda::Context& gpu_;
   LossScaleConfig config_;
+  const float* lr_dev_ = nullptr;
   Tensor state_;  // sizeof(LossScaleState) bytes of device memory
 };
 

@@ -18,23 +18,25 @@ using cuda::blocks_for;
 using cuda::first_index;
 using cuda::grid_stride;
 
-// With a loss-scale state: nothing on a skipped step, else its gradient factor.
-__device__ inline bool apply_loss_scale(const LossScaleState* amp, float& scale) {
+// With a loss-scale state: nothing on a skipped step, else its gradient factor
+// and learning rate.
+__device__ inline bool apply_loss_scale(const LossScaleState* amp, float& scale, float& lr) {
   if (!amp) return true;
   if (amp->skip) return false;
   scale = amp->grad_factor;
+  lr = amp->lr;
   return true;
 }
 
 __global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr, float scale, float wd,
                            const LossScaleState* amp) {
-  if (!apply_loss_scale(amp, scale)) return;
+  if (!apply_loss_scale(amp, scale, lr)) return;
   for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] -= lr * (scale * g[i] + wd * p[i]);
 }
 
 __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* buf, float lr, float scale, float wd,
                                     float m, bool nesterov, const LossScaleState* amp) {
-  if (!apply_loss_scale(amp, scale)) return;
+  if (!apply_loss_scale(amp, scale, lr)) return;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float gi = scale * g[i] + wd * p[i];
     const float b = m * buf[i] + gi;
@@ -45,11 +47,13 @@ __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* 
 
 __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, float step_size,
                             float inv_sqrt_bc2, float scale, float b1, float b2, float eps, float l2, float shrink,
-                            const LossScaleState* amp) {
-  if (!apply_loss_scale(amp, scale)) return;
+                            float decoupled_wd, const LossScaleState* amp) {
+  float lr = 0.f;
+  if (!apply_loss_scale(amp, scale, lr)) return;
   if (amp) {
     step_size = amp->step_size;
     inv_sqrt_bc2 = amp->inv_sqrt_bc2;
+    shrink = 1.f - __fmul_rn(lr, decoupled_wd);  // AdamW's 1 - lr * wd as the host rounds it (no FMA)
   }
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float pi = p[i] * shrink;
@@ -81,10 +85,10 @@ void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, f
 
 void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, float step_size, float inv_sqrt_bc2,
                       float scale, float beta1, float beta2, float eps, float l2, float shrink,
-                      const LossScaleState* amp, cudaStream_t stream) {
+                      float decoupled_wd, const LossScaleState* amp, cudaStream_t stream) {
   if (n <= 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, m, v, step_size, inv_sqrt_bc2, scale, beta1, beta2, eps,
-                                                      l2, shrink, amp);
+                                                      l2, shrink, decoupled_wd, amp);
   LS_CUDA_CHECK_LAUNCH();
 }
 

@@ -7,11 +7,14 @@
 // differ from the CPU's in the last bits. Both queue their work on `stream` and
 // return (asynchronous); every pointer is device memory; n may be 0.
 //
-// `amp` (nullable): fp16 training's loss-scale state (optim/loss_scale_rule.h),
-// read by the kernel: when amp->skip is set the kernel changes nothing (a step
-// whose gradients held inf/NaN); otherwise amp->grad_factor replaces `scale`
-// and, for Adam, amp->step_size and amp->inv_sqrt_bc2 replace the host's (the
-// bias corrections of the applied-step count, which the host does not know).
+// `amp` (nullable): the device step state (optim/loss_scale_rule.h: fp16's
+// loss scale, or a captured step's scalars), read by the kernel: when
+// amp->skip is set the kernel changes nothing (a step whose gradients held
+// inf/NaN); otherwise amp->grad_factor replaces `scale`, amp->lr replaces
+// `lr`, and for Adam amp->step_size and amp->inv_sqrt_bc2 replace the host's
+// (the bias corrections of the applied-step count, which the host does not
+// know) and shrink becomes 1 - amp->lr * decoupled_wd (AdamW's weight decay
+// for this range, 0 otherwise).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -40,6 +43,6 @@ void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, f
 //   p, g, m, v [n]
 void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, float step_size, float inv_sqrt_bc2,
                       float scale, float beta1, float beta2, float eps, float l2, float shrink,
-                      const LossScaleState* amp, cudaStream_t stream);
+                      float decoupled_wd, const LossScaleState* amp, cudaStream_t stream);
 
 }  // namespace lockstep

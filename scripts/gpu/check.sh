@@ -153,6 +153,18 @@ PY
 step train.lenet.fp16.resume fp16_resume
 step train.lenet.nccl.fp16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --precision fp16 \
                              --metrics-file "$OUT/lenet-nccl1-fp16.jsonl"
+step train.lenet.graph     trainer "${TRAIN[@]}" --device cuda --cuda-graph --metrics-file "$OUT/lenet-cuda-graph.jsonl"
+# --cuda-graph replays the captured step: with SGD the weights must equal the
+# eager run's bit for bit (keras-cnn: dropout keyed by the device step counter;
+# an evaluation in between, after which the step is captured again).
+graph_vs_eager() {
+  local run=(--model keras-cnn --epochs 2 --max-steps 600 --batch-size 128 --optimizer sgd --lr 0.05 --momentum 0.9
+             --seed 1 --progress off --data-dir "$DATA" --device cuda)
+  trainer "${run[@]}" --save-weights "$OUT/keras-eager.safetensors" &&
+    trainer "${run[@]}" --cuda-graph --save-weights "$OUT/keras-graph.safetensors" &&
+    compare_weights "$OUT/keras-eager.safetensors" "$OUT/keras-graph.safetensors" --exact
+}
+step train.keras.graph.vs.eager graph_vs_eager
 # Batch norm across ranks: running statistics broadcast at start, synced
 # statistics (--sync-batchnorm, through the host with --comm mpi).
 step train.resnet20.mpi.np2.syncbn mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
@@ -170,7 +182,7 @@ def last(name):
     e = [json.loads(l) for l in open(f"{out}/lenet-{name}.jsonl") if l.strip()]
     return 100 * [x for x in e if x["type"] == "epoch"][-1]["test_acc"]
 runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16", "cuda-fp16", "nccl1-fp16",
-        "fp16-resumed")
+        "fp16-resumed", "cuda-graph")
 acc = {n: last(n) for n in runs}
 print("lenet, 3 epochs, test accuracy %:", ", ".join(f"{k} {v:.2f}" for k, v in acc.items()))
 bad = [k for k in runs[1:] if abs(acc[k] - acc["cpu"]) > 0.5]
@@ -195,6 +207,10 @@ step bench.resnet50.torch.eager   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.
                                     --channels 3 --image-size 224 --classes 1000 --steps 60
 step bench.resnet50.torch.compile host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                     --channels 3 --image-size 224 --classes 1000 --steps 60 --compile
+# CUDA graphs: the small CNN is launch-bound, where one launch per step pays.
+step bench.convnet.lockstep.graph     bench_lockstep bench-convnet-graph convnet 1024 --cuda-graph
+step bench.resnet50.lockstep.graph    bench_lockstep bench-resnet50-graph resnet50 128 --cuda-graph
+step bench.convnet.lockstep.bf16.graph bench_lockstep bench-convnet-bf16-graph convnet 1024 --precision bf16 --cuda-graph
 # bf16 (mixed precision) on both sides: PyTorch autocast, lockstep --precision bf16.
 step bench.convnet.lockstep.bf16      bench_lockstep bench-convnet-bf16 convnet 1024 --precision bf16
 step bench.convnet.torch.eager.bf16   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \

@@ -148,7 +148,7 @@ void compare_adam(GpuFixture& f, const std::string& name, float weight_decay) {
               const float shrink = decoupled ? 1.f - lr * wd : 1.f;
               adam_update_cuda(r.end - r.begin, p.data<float>() + r.begin, g.data<float>() + r.begin,
                                state.at(0).data<float>() + r.begin, state.at(1).data<float>() + r.begin, step_size,
-                               inv_sqrt_bc2, kGradScale, b1, b2, c.eps, l2, shrink, nullptr, s);
+                               inv_sqrt_bc2, kGradScale, b1, b2, c.eps, l2, shrink, 0.f, nullptr, s);
             });
 }
 
@@ -171,7 +171,8 @@ TEST_CASE_METHOD(GpuFixture, "GPU Adam update matches Adam and AdamW", "[optim]"
 TEST_CASE_METHOD(GpuFixture, "GPU optimizer updates accept n = 0 and refuse momentum without a buffer", "[optim]") {
   const cudaStream_t s = ctx.raw_stream();
   sgd_update_cuda(0, nullptr, nullptr, nullptr, 0.1f, 1.f, 0.f, 0.9f, false, nullptr, s);
-  adam_update_cuda(0, nullptr, nullptr, nullptr, nullptr, 1e-3f, 1.f, 1.f, 0.9f, 0.999f, 1e-8f, 0.f, 1.f, nullptr, s);
+  adam_update_cuda(0, nullptr, nullptr, nullptr, nullptr, 1e-3f, 1.f, 1.f, 0.9f, 0.999f, 1e-8f, 0.f, 1.f, 0.f, nullptr,
+                   s);
   Tensor p = device_zeros(Shape{4}), g = device_zeros(Shape{4});
   CHECK_THROWS_AS(sgd_update_cuda(4, p.data<float>(), g.data<float>(), nullptr, 0.1f, 1.f, 0.f, 0.9f, false, nullptr, s),
                   Error);

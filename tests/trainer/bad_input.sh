@@ -266,6 +266,8 @@ row fp16-on-cpu 2 trainer "--precision fp16: needs --device cuda (the CPU comput
 row loss-scale-small 2 trainer "--loss-scale: 0.5 must be from 1 to 2^24" -- $SYN --loss-scale 0.5
 row loss-scale-text 2 trainer "LOCKSTEP_LOSS_SCALE=big: --loss-scale: 'big' is not a finite number" LOCKSTEP_LOSS_SCALE=big -- $SYN
 row loss-scale-window-zero 2 trainer "--loss-scale-window: 0 must be positive" -- $SYN --loss-scale-window 0
+row cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda" -- $SYN --cuda-graph
+row env-cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda (set by LOCKSTEP_CUDA_GRAPH)" LOCKSTEP_CUDA_GRAPH=1 -- $SYN
 row metrics-dir 2 trainer "--metrics-file: directory $WORK/no/such does not exist" -- --metrics-file "$WORK/no/such/m.jsonl"
 row weights-to-dir 2 trainer "--save-weights: $WORK is a directory" -- $SYN --save-weights "$WORK"
 row timeline-dir 2 trainer "--timeline: directory $WORK/no/such does not exist" -- $SYN --timeline "$WORK/no/such/t.json"

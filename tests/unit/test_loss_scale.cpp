@@ -109,6 +109,23 @@ TEST_CASE("loss scale: growth stops short of fp32 overflow", "[loss_scale]") {
   CHECK(s.good_steps == 0);
 }
 
+TEST_CASE("a fixed scale of 1 only carries the step's scalars (captured CUDA graphs)", "[loss_scale]") {
+  LossScaleConfig c;
+  c.dynamic = false;
+  c.init_scale = 1.f;
+  c.growth_interval = 2;
+  LossScaleState s = initial_loss_scale_state(c);
+  for (int i = 1; i <= 5; ++i) {
+    const float lr = 0.1f / static_cast<float>(i);
+    step(s, c, false, lr);
+    CHECK(s.skip == 0);
+    CHECK(s.lr == lr);
+    CHECK(s.grad_factor == 0.5f);  // the base factor itself: exactly the eager update's
+    CHECK(s.scale == 1.f);         // never grows
+    CHECK(s.applied == i);
+  }
+}
+
 TEST_CASE("loss scale: a scale so small that 1/S overflows skips the step", "[loss_scale]") {
   LossScaleConfig c;
   c.init_scale = 1e-39f;  // fp32 subnormal: 0.5 / S is inf
