@@ -95,6 +95,7 @@ struct DeviceRuntime::Impl {
   bool graph_pending[2] = {false, false};
   int graph_cur = 0;
   int64_t captures = 0;
+  bool last_replayed = false;
 };
 
 DeviceRuntime::DeviceRuntime(const TrainConfig& config, const Communicator& comm)
@@ -183,6 +184,7 @@ DeviceRuntime::StepScalars DeviceRuntime::set_step(float lr, int64_t step) {
 
 DeviceRuntime::StepRun DeviceRuntime::run_step(const void* slot, const std::function<void()>& queue) {
   Impl& m = *impl_;
+  m.last_replayed = false;
   if (m.warmup_left > 0) {  // buffers, workspaces and NCCL's own allocations settle first
     --m.warmup_left;
     queue();
@@ -205,6 +207,7 @@ DeviceRuntime::StepRun DeviceRuntime::run_step(const void* slot, const std::func
     m.graph_pending[prev] = false;
   }
   m.graph_cur = prev;
+  m.last_replayed = how == StepRun::Replayed;
   return how;
 }
 
@@ -224,6 +227,7 @@ void DeviceRuntime::invalidate_graphs() {
 }
 
 int64_t DeviceRuntime::graph_captures() const { return impl_->captures; }
+bool DeviceRuntime::last_step_replayed() const { return impl_->last_replayed; }
 
 void DeviceRuntime::synchronize() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
 
@@ -264,6 +268,7 @@ DeviceRuntime::StepRun DeviceRuntime::run_step(const void*, const std::function<
 void DeviceRuntime::wait_graph_steps() {}
 void DeviceRuntime::invalidate_graphs() {}
 int64_t DeviceRuntime::graph_captures() const { return 0; }
+bool DeviceRuntime::last_step_replayed() const { return false; }
 void DeviceRuntime::restore_loss_scale(const LossScaleState&) { LS_THROW("no GPU in this build"); }
 void DeviceRuntime::synchronize() {}
 std::string DeviceRuntime::describe() const { return "none"; }

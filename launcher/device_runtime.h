@@ -80,6 +80,7 @@ class DeviceRuntime {
   // compute stream without host waits.
   StepRun run_step(const void* slot, const std::function<void()>& queue);
   void wait_graph_steps();   // bounded wait for the steps launched from graphs
+  bool last_step_replayed() const;  // the last run_step replayed a graph
   void invalidate_graphs();  // after work that may move device buffers (evaluation)
   int64_t graph_captures() const;
   void synchronize();  // waits for all queued device work

@@ -328,6 +328,7 @@ void Trainer::start() {
 }
 
 void Trainer::sync_buffers() {
+  if (dev_) dev_->wait_graph_steps();  // --cuda-graph: bounded, before the host copies below
   if (comm_.size() == 1 || model_->buffers().padded_numel() == 0) return;
   CollectiveScope scope(&tracker_, CollectiveKind::BufferSync);
   allreduce_via_host(comm_, model_->buffers().values(), ReduceOp::Average);
@@ -387,6 +388,7 @@ int Trainer::agree_on_stop() {
 }
 
 void Trainer::check_replicas() {
+  if (dev_) dev_->wait_graph_steps();  // --cuda-graph: bounded, before the host copy below
   ParameterStore& params = model_->params();
   const Tensor values = on_host(params.values());
   const uint64_t mine = hash_bytes(values.data<float>(), static_cast<size_t>(params.padded_numel()) * 4);
@@ -490,6 +492,9 @@ TrainSummary Trainer::run() {
   const int epoch_digits = static_cast<int>(std::to_string(epochs_).size());
   const float batch_mean = 1.f / static_cast<float>(micro_batch_ * K);
   LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // --precision fp16 or --cuda-graph
+  // On the GPU the sums stay on the device until read; one accumulator for the
+  // whole run (reset each epoch), so a captured step's pointers into it hold.
+  LossAccumulator train_loss;
   const bool fp16 = c_.precision == "fp16";
 
   while (progress_.step < total_steps_) {
@@ -510,7 +515,7 @@ TrainSummary Trainer::run() {
         },
         std::move(augment));
     bar.start(label, steps_now);
-    LossAccumulator train_loss;  // on the GPU the sums stay on the device until read
+    train_loss.reset();
     double bar_loss = 0;
     const auto t_epoch = Clock::now();
     auto tick = t_epoch;
@@ -541,6 +546,7 @@ TrainSummary Trainer::run() {
       }
       ++progress_.step;
       if (c_.inject_rank == comm_.rank() && c_.inject_step == progress_.step) {  // --inject-fault replica-drift
+        if (dev_) dev_->wait_graph_steps();
         Tensor first = model_->params().values().slice(0, Shape{1});
         Tensor h = on_host(first);
         h.data<float>()[0] += 1e-3f;
@@ -561,7 +567,9 @@ TrainSummary Trainer::run() {
       if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
         measured_seconds += std::chrono::duration<double>(now - tick).count();
         measured_images += static_cast<double>(micro_batch_ * K * world);
-        sum.comm_wait_seconds += dopt_->last_comm_wait_seconds();
+        // With --cuda-graph the collectives run inside the replayed graph, out of
+        // the host's sight: only eager and capture steps can be measured.
+        if (!c_.cuda_graph || !dev_->last_step_replayed()) sum.comm_wait_seconds += dopt_->last_comm_wait_seconds();
       }
       tick = now;
       // Every rank decides from the same counters, so checkpoints are taken at the same step.
@@ -583,6 +591,7 @@ TrainSummary Trainer::run() {
         break;
       }
       if (progress_on && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {
+        if (dev_) dev_->wait_graph_steps();
         const LossStats l = train_loss.read();
         bar_loss = l.count > 0 ? l.loss_sum / static_cast<double>(l.count) : 0.0;
       }
@@ -597,9 +606,8 @@ TrainSummary Trainer::run() {
     const Sums tr = train.reduced(comm_, tracker_, CollectiveKind::Metrics);
     const auto t_test = Clock::now();
     const EvalResult test = c_.eval ? evaluate() : EvalResult{};
-    // The next epoch has a new loss accumulator, and evaluation may have grown
-    // buffers: the captured steps point at both, so capture again.
-    if (c_.cuda_graph) dev_->invalidate_graphs();
+    // Evaluation may have grown buffers a captured step points into: capture again.
+    if (c_.cuda_graph && c_.eval) dev_->invalidate_graphs();
     const double test_s = seconds_since(t_test);
     bar.clear();
     const double ips = tr.count / train_s;

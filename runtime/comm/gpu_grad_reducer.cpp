@@ -93,9 +93,18 @@ void GpuGradReducer::finish() {
     while (m.next < m.buckets.size()) m.launch(m.next++);
     m.nccl->record_done(m.done[m.cur]);
     m.done[m.cur].wait_on(m.gpu.stream());  // the optimizer reads reduced gradients
-    // Bounded host wait for the previous step's collectives (one step of run-ahead).
-    if (m.previous_pending) m.nccl->wait(m.done[m.cur ^ 1], m.options.timeout_s);
-    m.previous_pending = true;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    LS_CUDA_CHECK(cudaStreamIsCapturing(m.gpu.raw_stream(), &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) {
+      // A CUDA graph is being captured (--cuda-graph): the event above is a
+      // graph edge, not a record the host could wait for, and the host must
+      // not wait here; DeviceRuntime::run_step bounds the run-ahead instead.
+      m.previous_pending = false;
+    } else {
+      // Bounded host wait for the previous step's collectives (one step of run-ahead).
+      if (m.previous_pending) m.nccl->wait(m.done[m.cur ^ 1], m.options.timeout_s);
+      m.previous_pending = true;
+    }
     m.cur ^= 1;
   } else {
     m.ready_events.resize(1);

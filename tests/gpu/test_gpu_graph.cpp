@@ -27,11 +27,17 @@ using namespace lockstep::testing;
 
 namespace {
 
-// A device int64 holding `v` (synchronous).
+// A device int64 / float holding `v`. A pageable cudaMemcpy may return before
+// the data has landed, and the contexts' streams do not wait for the legacy
+// stream: synchronise the device before the next launch.
 void set_device_i64(int64_t* dst, int64_t v) {
   LS_CUDA_CHECK(cudaMemcpy(dst, &v, sizeof v, cudaMemcpyHostToDevice));
+  LS_CUDA_CHECK(cudaDeviceSynchronize());
 }
-void set_device_f32(float* dst, float v) { LS_CUDA_CHECK(cudaMemcpy(dst, &v, sizeof v, cudaMemcpyHostToDevice)); }
+void set_device_f32(float* dst, float v) {
+  LS_CUDA_CHECK(cudaMemcpy(dst, &v, sizeof v, cudaMemcpyHostToDevice));
+  LS_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 }  // namespace
 
