@@ -1,5 +1,7 @@
-// Trainer: setup, start (state broadcast), training loop, evaluation,
-// checkpoints. The data order, dropout keys and batch arithmetic follow the
+// Trainer: setup, start (state broadcast), the training loop (eager steps,
+// or --cuda-graph steps), evaluation. What keeps the ranks in agreement
+// (fingerprint, buffer sync, checkpoints, stop agreement, replica checks) is
+// in trainer_state.cpp. The data order, dropout keys and batch arithmetic follow the
 // contract in data/sampler.h, so a run at N ranks processes the same global
 // batches as a run at 1.
 #include "trainer.h"
@@ -66,12 +68,6 @@ constexpr int64_t kGpuLossCheckEvery = 50;
 // fp16: below this loss scale (2^-24, fp16's smallest subnormal) training has
 // diverged -- the scale halves only on steps whose gradients are inf/NaN.
 constexpr float kMinLossScale = 5.9604645e-8f;
-
-std::string param_signature(const ParameterStore& params) {
-  std::string sig;
-  for (const auto& p : params.params()) sig += p.name + ":F32" + p.shape.str() + ";";
-  return fmt::format("{} tensors, {} values, {:016x}", params.params().size(), params.numel(), fnv1a(sig));
-}
 
 }  // namespace
 
@@ -156,45 +152,6 @@ void Trainer::setup() {
     }
   }
   if (!c_.load_weights.empty()) load_weights(c_.load_weights, *model_);
-}
-
-Fingerprint Trainer::fingerprint() const {
-  return {
-      {"lockstep", build_id_},
-      {"model", c_.model},
-      {"parameters", param_signature(model_->params())},
-      {"buffers", param_signature(model_->buffers())},
-      {"sync-batchnorm", c_.sync_batchnorm ? "on" : "off"},
-      {"device", dev_ ? fmt::format("cuda, --comm {}", dev_->comm_mode()) : "cpu"},
-      {"precision", c_.precision == "fp16" ? fmt::format("fp16, loss scale from {}, window {}", c_.loss_scale,
-                                                         c_.loss_scale_window)
-                                           : c_.precision},
-      {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
-                              train_->sample_shape().str())},
-      {"augment", augmentation(c_)},
-      {"global batch", std::to_string(global_batch_)},
-      {"micro-batch", std::to_string(micro_batch_)},
-      {"accumulate-steps", std::to_string(c_.accumulate_steps)},
-      {"steps", fmt::format("{} ({} per epoch)", total_steps_, steps_per_epoch_)},
-      {"optimizer", opt_->describe()},
-      {"lr", describe_lr(c_, global_batch_)},
-      {"lr schedule", fmt::format("{}, warmup {} steps from {}, step every {} x {}", sched_.kind, sched_.warmup_steps,
-                                  sched_.warmup_start_lr, sched_.step_every, sched_.gamma)},
-      {"weight decay on", c_.decay_bn_bias ? "all parameters" : "weights only (--no-decay-bn-bias)"},
-      {"label-smoothing", fmt::format("{}", c_.label_smoothing)},
-      {"seed", std::to_string(c_.seed)},
-      {"grad-op", c_.grad_op},
-      {"grad-compression", c_.grad_compression},
-      {"cuda-graph", c_.cuda_graph ? "on" : "off"},
-      {"buckets", fmt::format("{:.3f} MB cap (first {:.3f} MB), {} buckets", c_.fusion_threshold_mb,
-                              c_.first_bucket_mb,
-                              plan_buckets(model_->params(), distributed_options().bucket_bytes,
-                                           distributed_options().first_bucket_bytes)
-                                  .size())},
-      {"target-accuracy", fmt::format("{}", c_.target_accuracy)},
-      {"check-replicas-every", std::to_string(c_.check_replicas_every)},
-      {"eval batch", std::to_string(eval_batch_)},
-  };
 }
 
 DistributedOptions Trainer::distributed_options() const {
@@ -327,13 +284,6 @@ void Trainer::start() {
   log_->debug("layers:\n{}", model_->summary());
 }
 
-void Trainer::sync_buffers() {
-  if (dev_) dev_->wait_graph_steps();  // --cuda-graph: bounded, before the host copies below
-  if (comm_.size() == 1 || model_->buffers().padded_numel() == 0) return;
-  CollectiveScope scope(&tracker_, CollectiveKind::BufferSync);
-  allreduce_via_host(comm_, model_->buffers().values(), ReduceOp::Average);
-}
-
 EvalResult Trainer::evaluate() {
   sync_buffers();  // evaluation uses the running statistics: every rank's, averaged
   PrefetchLoader loader(*test_, eval_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator());
@@ -349,79 +299,6 @@ EvalResult Trainer::evaluate() {
   sums.add(acc.read());
   const Sums all = sums.reduced(comm_, tracker_, CollectiveKind::Evaluation);
   return {all.mean_loss(), all.acc()};
-}
-
-void Trainer::checkpoint() {
-  if (c_.checkpoint_dir.empty()) return;
-  sync_buffers();  // collective: every rank checkpoints at the same step
-  if (!rank0()) return;
-  CheckpointInfo info;
-  if (dev_ && dev_->loss_scaler()) {  // fp16 or --cuda-graph: the applied updates are the optimizer's step count
-    dev_->wait_graph_steps();
-    dopt_->drain();  // bounded waits for the NCCL work, so the read below cannot hang on a lost peer
-    const LossScaleState st = dev_->read_loss_scale();
-    info.optimizer_steps = st.applied;
-    if (c_.precision == "fp16") {
-      info.loss_scale = st.scale;
-      info.loss_scale_good_steps = st.good_steps;
-      info.skipped_steps = st.skipped;
-    }
-  }
-  info.progress = progress_;
-  info.global_batch = global_batch_;
-  info.seed = c_.seed;
-  info.world_size = comm_.size();
-  info.config_json = config_json(c_);
-  CollectiveScope scope(&tracker_, CollectiveKind::Checkpoint);
-  const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints);
-  log_->debug("checkpoint {} written", path);
-}
-
-int Trainer::agree_on_stop() {
-  const int mine = stop_source_();
-  if (comm_.size() == 1) return mine;
-  CollectiveScope scope(&tracker_, CollectiveKind::StepAgreement);
-  Tensor t = Tensor::zeros(Shape{1}, DType::I32);
-  t.data<int32_t>()[0] = mine;
-  comm_.allreduce(t, ReduceOp::Max);
-  return t.data<int32_t>()[0];
-}
-
-void Trainer::check_replicas() {
-  if (dev_) dev_->wait_graph_steps();  // --cuda-graph: bounded, before the host copy below
-  ParameterStore& params = model_->params();
-  const Tensor values = on_host(params.values());
-  const uint64_t mine = hash_bytes(values.data<float>(), static_cast<size_t>(params.padded_numel()) * 4);
-  if (comm_.size() == 1) return;
-  // One reduction gives min and max: max(h) and max(~h) = ~min(h).
-  Tensor t = Tensor::zeros(Shape{2}, DType::I64);
-  t.data<int64_t>()[0] = static_cast<int64_t>(mine);
-  t.data<int64_t>()[1] = ~static_cast<int64_t>(mine);
-  {
-    CollectiveScope scope(&tracker_, CollectiveKind::ReplicaCheck);
-    comm_.allreduce(t, ReduceOp::Max);
-  }
-  if (t.data<int64_t>()[0] == ~t.data<int64_t>()[1]) {
-    ++replica_checks_;
-    return;
-  }
-  // They differ: every rank is here. Learn who holds what (one allgather), take
-  // the largest group (rank 0's on a tie) as the reference, name the others.
-  char host[256] = "?";
-  gethostname(host, sizeof host - 1);
-  const auto all = allgather_strings(comm_, fmt::format("{:016x}\thost {}, pid {}", mine, host, getpid()));
-  std::map<std::string, std::vector<int>> groups;  // checksum -> ranks
-  for (int r = 0; r < static_cast<int>(all.size()); ++r) groups[all[r].substr(0, 16)].push_back(r);
-  std::string reference = all[0].substr(0, 16);
-  for (const auto& [sum, ranks] : groups)
-    if (ranks.size() > groups[reference].size()) reference = sum;
-  std::vector<std::string> named;
-  for (int r = 0; r < static_cast<int>(all.size()); ++r)
-    if (all[r].substr(0, 16) != reference)
-      named.push_back(fmt::format("rank {} ({}) has parameter checksum {}", r, all[r].substr(17), all[r].substr(0, 16)));
-  throw ReplicasDiverged(fmt::format(
-      "replicas diverged after step {}: {}; ranks {} have {} (--check-replicas-every {})", progress_.step,
-      fmt::join(named, "; "), format_ranks(groups[reference]), reference, c_.check_replicas_every));
 }
 
 void Trainer::check_loss(const LossAccumulator& train_loss) {

@@ -102,18 +102,6 @@ inline double max_excess_over_16bit_rounding(DType dt, const std::vector<float>&
   return worst;
 }
 
-// The bf16 forms used by the bf16-only tests.
-inline uint16_t to_bf16(float f) { return to_16(DType::BF16, f); }
-inline float from_bf16(uint16_t h) { return from_16(DType::BF16, h); }
-inline std::vector<uint16_t> bf16_bits(const std::vector<float>& v) { return bits_16(DType::BF16, v); }
-inline std::vector<float> bf16_values(const std::vector<uint16_t>& v) { return values_16(DType::BF16, v); }
-inline std::vector<float> bf16_rounded(const std::vector<float>& v) { return rounded_16(DType::BF16, v); }
-inline Tensor upload_bf16(GpuFixture& f, const std::vector<uint16_t>& bits) { return upload_16(f, DType::BF16, bits); }
-inline std::vector<uint16_t> download_bf16(GpuFixture& f, const Tensor& t) { return download_16(f, t); }
-inline double max_excess_over_bf16_rounding(const std::vector<float>& gpu, const std::vector<float>& cpu) {
-  return max_excess_over_16bit_rounding(DType::BF16, gpu, cpu);
-}
-
 // Largest |a - b| / max(1, |b|) over the elements (b is the CPU reference).
 inline double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());

@@ -128,15 +128,18 @@ TEST_CASE_METHOD(GpuFixture, "maxpool2d forward and backward match the CPU exact
     }
 }
 
+// Average-pooling shapes shared by the fp32 and 16-bit cases.
+const PoolCase kAvgPoolCases[] = {
+    {6, 8, 8, 2, 2, 0},    // the CPU's 2x2 fast path
+    {5, 9, 7, 2, 2, 0},    // odd sizes: the last row/column gets no gradient
+    {3, 10, 10, 3, 1, 0},  // overlapping windows
+    {3, 9, 9, 3, 3, 0},    // non-overlapping 3x3
+    {2, 7, 8, 3, 2, 0},    // overlapping stride 2, leftover column
+    {4, 7, 7, 7, 1, 0},    // one window per plane
+};
+
 TEST_CASE_METHOD(GpuFixture, "avgpool2d forward and backward match the CPU exactly", "[pool]") {
-  const PoolCase cases[] = {
-      {6, 8, 8, 2, 2, 0},    // the CPU's 2x2 fast path
-      {5, 9, 7, 2, 2, 0},    // odd sizes: the last row/column gets no gradient
-      {3, 10, 10, 3, 1, 0},  // overlapping windows
-      {3, 9, 9, 3, 3, 0},    // non-overlapping 3x3
-      {2, 7, 8, 3, 2, 0},    // overlapping stride 2, leftover column
-      {4, 7, 7, 7, 1, 0},    // one window per plane
-  };
+  const auto& cases = kAvgPoolCases;
   uint64_t seed = 500;
   for (const PoolCase& c : cases) {
     CAPTURE(c.planes, c.h, c.w, c.k, c.stride);
@@ -229,14 +232,7 @@ TEST_CASE_METHOD(GpuFixture, "maxpool2d 16-bit forward and backward match the CP
 
 TEST_CASE_METHOD(GpuFixture, "avgpool2d 16-bit forward and backward match the CPU on 16-bit values exactly",
                  "[pool]") {
-  const PoolCase cases[] = {
-      {6, 8, 8, 2, 2, 0},    // the CPU's 2x2 fast path
-      {5, 9, 7, 2, 2, 0},    // odd sizes: the last row/column gets no gradient
-      {3, 10, 10, 3, 1, 0},  // overlapping windows
-      {3, 9, 9, 3, 3, 0},    // non-overlapping 3x3
-      {2, 7, 8, 3, 2, 0},    // overlapping stride 2, leftover column
-      {4, 7, 7, 7, 1, 0},    // one window per plane
-  };
+  const auto& cases = kAvgPoolCases;
   for (const DType dt : k16BitTypes) {
     uint64_t seed = 1500;
     for (const PoolCase& c : cases) {

@@ -17,6 +17,7 @@
 #include "cuda/context.h"
 #include "data/loader.h"
 #include "device_runtime.h"
+#include "mpi_gpu_cases.h"
 #include "mpi_world.h"
 #include "nn/loss.h"
 #include "optim/distributed_optimizer.h"
@@ -25,21 +26,11 @@
 #include "options.h"
 #include "registry.h"
 
-namespace lockstep::testing {
-const std::string& nccl_skip_reason();  // mpi_gpu_main.cpp
-void note_case_ran();
-}  // namespace lockstep::testing
-
 using namespace lockstep;
 using lockstep::testing::world;
 
 TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the eager GPU path bit for bit", "[nccl]") {
-  const std::string& skip = lockstep::testing::nccl_skip_reason();
-  if (!skip.empty()) {
-    if (world().rank() == 0) std::printf("  graph step test: %s\n", skip.c_str());
-    return;
-  }
-  lockstep::testing::note_case_ran();
+  if (!lockstep::testing::nccl_case_can_run()) return;
   Communicator& w = world();
   if (w.size() != 1) return;  // bitwise equality is claimed for one rank (NCCL may pick other algorithms in graphs)
 

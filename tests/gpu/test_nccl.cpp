@@ -31,18 +31,15 @@
 #include "cuda/device.h"
 #include "cuda/stream.h"
 #include "gpu_test_util.h"
+#include "mpi_gpu_cases.h"
 #include "mpi_world.h"
 #include "nn/batchnorm.h"
 #include "nn/parameter_store.h"
 #include "reductions.h"
 
-namespace lockstep::testing {
-const std::string& nccl_skip_reason();  // mpi_gpu_main.cpp
-void note_case_ran();
-}  // namespace lockstep::testing
-
 using namespace lockstep;
 using lockstep::testing::max_rel_diff;
+using lockstep::testing::nccl_case_can_run;
 using lockstep::testing::random_vector;
 using lockstep::testing::world;
 
@@ -147,18 +144,6 @@ std::string mismatch(const std::vector<double>& got, const std::vector<double>& 
   const size_t f = static_cast<size_t>(first);
   return std::to_string(bad) + " of " + std::to_string(got.size()) + " elements off; first at " +
          std::to_string(first) + ": got " + std::to_string(got[f]) + ", want " + std::to_string(want[f]);
-}
-
-// True when the NCCL cases can run on every rank (the same answer on all).
-bool nccl_case_can_run() {
-  const std::string& reason = lockstep::testing::nccl_skip_reason();
-  if (!reason.empty()) {
-    if (world().rank() == 0) std::printf("  %s: %s\n", Catch::getResultCapture().getCurrentTestName().c_str(),
-                                         reason.c_str());
-    return false;
-  }
-  lockstep::testing::note_case_ran();
-  return true;
 }
 
 int nccl_device() {
