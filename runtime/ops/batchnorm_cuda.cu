@@ -43,43 +43,58 @@ int64_t reduce_splits(int64_t channels, int64_t m) {
   return std::min<int64_t>({by_work, by_grid, 65535});
 }
 
-// The ops: called with the element's offset in the NCHW array and its channel.
+// The ops, in two parts: load(off, c) reads what the element at offset `off`
+// of channel c contributes (all of a thread's loads are issued before any is
+// used: the pass is memory-bound), add(v, off, acc) adds it, in element order.
 // T is the storage type of x, y, dy (float, bf16 or half); values are widened
 // to fp32 exactly on load, so every type runs the same fp32/fp64 arithmetic.
 template <typename T>
 struct SumOp {
   static constexpr int kOut = 1;
-  const T* x;
-  __device__ void operator()(int64_t off, int64_t, double* acc) const { acc[0] += load(x, off); }
+  const T* __restrict__ x;
+  struct V {
+    float x;
+  };
+  __device__ V load_at(int64_t off, int64_t) const { return {load(x, off)}; }
+  __device__ void add(const V& v, int64_t, double* acc) const { acc[0] += v.x; }
 };
 
 template <typename T>
 struct CenteredSumsqOp {
   static constexpr int kOut = 1;
-  const T* x;
+  const T* __restrict__ x;
   const float* mean;
-  __device__ void operator()(int64_t off, int64_t c, double* acc) const {
-    const float d = load(x, off) - mean[c];  // fp32 deviation as on the CPU; its square exact in double
-    acc[0] += static_cast<double>(d) * static_cast<double>(d);
+  struct V {
+    float d;
+  };
+  // fp32 deviation as on the CPU; its square exact in double
+  __device__ V load_at(int64_t off, int64_t c) const { return {load(x, off) - mean[c]}; }
+  __device__ void add(const V& v, int64_t, double* acc) const {
+    acc[0] += static_cast<double>(v.d) * static_cast<double>(v.d);
   }
 };
 
 template <typename T>
 struct BackwardReduceOp {
   static constexpr int kOut = 2;
-  const T* x;
-  const T* y;
-  T* dy;
+  const T* __restrict__ x;
+  const T* __restrict__ y;
+  T* __restrict__ dy;
   const float* mean;
   bool relu;
-  __device__ void operator()(int64_t off, int64_t c, double* acc) const {
-    float g = load(dy, off);
-    if (relu && !(load(y, off) > 0.f)) {  // the fused ReLU's mask, written back (dy is then the pre-ReLU gradient)
-      g = 0.f;
+  struct V {
+    float g, y, xmu;
+  };
+  __device__ V load_at(int64_t off, int64_t c) const {
+    return {load(dy, off), relu ? load(y, off) : 1.f, load(x, off) - mean[c]};
+  }
+  __device__ void add(V v, int64_t off, double* acc) const {
+    if (relu && !(v.y > 0.f)) {  // the fused ReLU's mask, written back (dy is then the pre-ReLU gradient)
+      v.g = 0.f;
       store(dy, off, 0.f);
     }
-    acc[0] += g;
-    acc[1] += static_cast<double>(g) * static_cast<double>(load(x, off) - mean[c]);
+    acc[0] += v.g;
+    acc[1] += static_cast<double>(v.g) * static_cast<double>(v.xmu);
   }
 };
 
@@ -100,9 +115,12 @@ __global__ void channel_partials_kernel(int64_t channels, int64_t hw, int64_t m,
   double acc[K];
   for (int k = 0; k < K; ++k) acc[k] = 0;
   while (j < end) {
+    int64_t off[kUnroll];
+    bool in[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (j < end) op(n * plane_stride + base + p, c, acc);
+      in[u] = j < end;
+      off[u] = n * plane_stride + base + p;
       j += step;
       n += dn;
       p += dp;
@@ -111,6 +129,13 @@ __global__ void channel_partials_kernel(int64_t channels, int64_t hw, int64_t m,
         ++n;
       }
     }
+    typename Op::V v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (in[u]) v[u] = op.load_at(off[u], c);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (in[u]) op.add(v[u], off[u], acc);
   }
   for (int k = 0; k < K; ++k) sh[k][threadIdx.x] = acc[k];
   __syncthreads();
