@@ -53,7 +53,8 @@ std::string config_json(const TrainConfig& c) {
                       {"precision", c.precision},
                       {"loss_scale", c.loss_scale},
                       {"loss_scale_window", c.loss_scale_window},
-                      {"cuda_graph", c.cuda_graph}};
+                      {"cuda_graph", c.cuda_graph},
+                      {"cudnn_benchmark", c.cudnn_benchmark}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

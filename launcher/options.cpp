@@ -148,6 +148,9 @@ cxxopts::Options make_options() {
        s(std::to_string(d.loss_scale_window)))
       ("cuda-graph", "GPU: capture the training step (forward, backward, NCCL averaging, update) in a CUDA graph "
        "and replay it each step: one launch instead of one per kernel", cxxopts::value<bool>()->default_value("false"))
+      ("cudnn-benchmark", "GPU: choose each convolution's cuDNN algorithms by timing them (once per layer shape "
+       "and batch size, as PyTorch's cudnn.benchmark) instead of by cuDNN's heuristics",
+       cxxopts::value<bool>()->default_value("false"))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
@@ -424,6 +427,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(window <= 1000000, "--loss-scale-window: {} is more than 1000000", window);
   c.loss_scale_window = static_cast<int>(window);
   c.cuda_graph = r["cuda-graph"].as<bool>();
+  c.cudnn_benchmark = r["cudnn-benchmark"].as<bool>();
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
@@ -475,6 +479,7 @@ void check_combinations(const TrainConfig& c) {
   LS_CHECK_INPUT(c.precision == "fp32" || c.device == "cuda",
                  "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
   LS_CHECK_INPUT(!c.cuda_graph || c.device == "cuda", "--cuda-graph: needs --device cuda");
+  LS_CHECK_INPUT(!c.cudnn_benchmark || c.device == "cuda", "--cudnn-benchmark: needs --device cuda");
   LS_CHECK_INPUT(!c.cuda_graph || c.comm != "mpi",
                  "--cuda-graph and --comm mpi: a graph cannot hold the host-staged gradient average (use NCCL)");
   LS_CHECK_INPUT(!c.cuda_graph || c.accumulate_steps == 1,

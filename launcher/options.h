@@ -60,6 +60,7 @@ struct TrainConfig {
   float loss_scale = 65536.f;             // fp16: initial dynamic loss scale (torch GradScaler's default)
   int loss_scale_window = 2000;           // fp16: finite steps before the scale doubles
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
+  bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
   std::string grad_op = "average";  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)

@@ -52,6 +52,7 @@ Fingerprint Trainer::fingerprint() const {
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
       {"cuda-graph", c_.cuda_graph ? "on" : "off"},
+      {"cudnn-benchmark", c_.cudnn_benchmark ? "on" : "off"},
       {"buckets", fmt::format("{:.3f} MB cap (first {:.3f} MB), {} buckets", c_.fusion_threshold_mb,
                               c_.first_bucket_mb,
                               plan_buckets(model_->params(), distributed_options().bucket_bytes,

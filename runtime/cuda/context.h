@@ -14,6 +14,12 @@
 
 namespace lockstep::cuda {
 
+// How convolutions pick their cuDNN algorithms (ops/conv2d_cuda.h): from
+// cuDNN's heuristics (cheap, the same on every run), or by timing the
+// candidates once per layer shape and batch size (cudnnFind*, PyTorch's
+// cudnn.benchmark): faster steps, but the choice may differ between runs.
+enum class ConvSearch { Heuristic, Benchmark };
+
 class Context {
  public:
   explicit Context(int device);  // makes `device` current
@@ -35,6 +41,11 @@ class Context {
 
   void synchronize() const { stream_.synchronize(); }
 
+  // Read by each convolution when it first sees a batch size; set it before
+  // the first step (Heuristic by default).
+  ConvSearch conv_search() const { return conv_search_; }
+  void set_conv_search(ConvSearch s) { conv_search_ = s; }
+
  private:
   int device_;
   Stream stream_;
@@ -43,6 +54,7 @@ class Context {
   CudnnHandle cudnn_;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  ConvSearch conv_search_ = ConvSearch::Heuristic;
 };
 
 }  // namespace lockstep::cuda

@@ -1,6 +1,6 @@
 // Conv2d through cuDNN's convolution API: descriptors per layer shape and batch
-// size, heuristic algorithm choice (deterministic; fp32 FMA math, or bf16/fp16
-// on tensor cores), and own kernels for the bias + ReLU epilogue, the ReLU
+// size, algorithm choice by heuristics or by timing (deterministic; fp32 FMA
+// math, or bf16/fp16 on tensor cores), and own kernels for the bias + ReLU epilogue, the ReLU
 // mask, the bias gradient and (16-bit) the widening of dw into fp32.
 #include "ops/conv2d_cuda.h"
 
@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,8 @@ __global__ void widen_grad_kernel(int64_t n, const T* dw16, float* dw, bool accu
 // first when `relu`); then each channel's partials are added in slice order.
 // partial [OC][splits]
 template <typename T>
-__global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int64_t splits, const T* y, T* dy,
-                                          bool relu, double* partial) {
+__global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int64_t splits, const T* __restrict__ y,
+                                          T* __restrict__ dy, bool relu, double* __restrict__ partial) {
   __shared__ double sh[kThreads];
   const int64_t c = blockIdx.x, s = blockIdx.y;
   const int64_t end = m * (s + 1) / splits;
@@ -79,17 +80,14 @@ __global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int6
   const int64_t plane_stride = oc * P, base = c * P;
   double acc = 0;
   while (j < end) {
+    // kUnroll offsets, then all loads, then the mask and the sums: the loads
+    // are in flight together (memory-bound pass); the sum order is unchanged.
+    int64_t off[kUnroll];
+    bool in[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (j < end) {
-        const int64_t off = n * plane_stride + base + p;
-        float g = load(dy, off);
-        if (relu && !(load(y, off) > 0.f)) {
-          g = 0.f;
-          store(dy, off, 0.f);
-        }
-        acc += g;
-      }
+      in[u] = j < end;
+      off[u] = n * plane_stride + base + p;
       j += step;
       n += dn;
       p += dp;
@@ -97,6 +95,20 @@ __global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int6
         p -= P;
         ++n;
       }
+    }
+    float g[kUnroll], yv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      g[u] = in[u] ? load(dy, off[u]) : 0.f;
+      yv[u] = relu && in[u] ? load(y, off[u]) : 1.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (relu && in[u] && !(yv[u] > 0.f)) {
+        g[u] = 0.f;
+        store(dy, off[u], 0.f);
+      }
+      acc += g[u];
     }
   }
   sh[threadIdx.x] = acc;
@@ -238,6 +250,17 @@ struct Conv2dCuda::Impl {
   cudnnMathType_t fwd_math = CUDNN_TENSOR_OP_MATH, data_math = CUDNN_TENSOR_OP_MATH,
                   filter_math = CUDNN_TENSOR_OP_MATH;
   Algorithms algos;
+  // What was chosen for each batch size seen (a short last batch alternates
+  // with the full one; a benchmark search runs once per size).
+  struct Choice {
+    cudnnConvolutionFwdAlgo_t fwd_algo{};
+    cudnnConvolutionBwdDataAlgo_t data_algo{};
+    cudnnConvolutionBwdFilterAlgo_t filter_algo{};
+    cudnnMathType_t fwd_math = CUDNN_TENSOR_OP_MATH, data_math = CUDNN_TENSOR_OP_MATH,
+                    filter_math = CUDNN_TENSOR_OP_MATH;
+    Algorithms algos;
+  };
+  std::map<int64_t, Choice> chosen_for;
 
   ~Impl() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -251,7 +274,7 @@ struct Conv2dCuda::Impl {
   void forward(cuda::Context& ctx, int64_t batch, const void* xp, const void* wp, const float* b, T* yp, bool relu) {
     LS_REQUIRE(batch >= 0, describe(batch) + ": negative batch size");
     if (batch == 0) return;
-    prepare(ctx.cudnn(), batch);
+    prepare(ctx, batch);
     const float one = 1.f, zero = 0.f;  // alpha and beta are fp32 for every non-double configuration
     void* ws = ctx.workspace(algos.forward_bytes);
     if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
@@ -263,7 +286,7 @@ struct Conv2dCuda::Impl {
   std::string describe(int64_t batch) const { return ::lockstep::ops::describe(batch, oc, g); }
 
   // Descriptors and algorithms for batch size `batch` > 0.
-  void prepare(cudnnHandle_t handle, int64_t batch) {
+  void prepare(cuda::Context& ctx, int64_t batch) {
     LS_REQUIRE(batch > 0, describe(batch) + ": batch size must be positive");
     if (batch == n) return;
     n = -1;  // until everything below has succeeded
@@ -280,14 +303,46 @@ struct Conv2dCuda::Impl {
                describe(batch) + ": cuDNN computes output [" + std::to_string(dn) + ", " + std::to_string(dc) +
                    ", " + std::to_string(dh) + ", " + std::to_string(dw) + "]");
 
-    Algorithms chosen;
+    auto found = chosen_for.find(batch);
+    if (found == chosen_for.end()) found = chosen_for.emplace(batch, choose(ctx, batch)).first;
+    const Choice& ch = found->second;
+    fwd_algo = ch.fwd_algo;
+    data_algo = ch.data_algo;
+    filter_algo = ch.filter_algo;
+    fwd_math = ch.fwd_math;
+    data_math = ch.data_math;
+    filter_math = ch.filter_math;
+    algos = ch.algos;
+    n = batch;
+  }
+
+  // The three algorithms for the descriptors as set for `batch`: from cuDNN's
+  // heuristics, or (ConvSearch::Benchmark) from cudnnFind*, which runs every
+  // candidate once and lists them fastest first. Either list goes through
+  // pick(). Finding synchronises the device and allocates its own scratch, so
+  // inside a CUDA graph capture (a batch size first seen there) the heuristic
+  // list is used instead.
+  Choice choose(cuda::Context& ctx, int64_t batch) {
+    const cudnnHandle_t handle = ctx.cudnn();
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    LS_CUDA_CHECK(cudaStreamIsCapturing(ctx.raw_stream(), &capture));
+    const bool find = ctx.conv_search() == cuda::ConvSearch::Benchmark && capture == cudaStreamCaptureStatusNone;
+    // Find tries the math types the descriptor allows: tensor ops for 16-bit,
+    // FMA (no TF32) for fp32, as set at construction.
+    if (find && is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH));
+    Choice ch;
+    Algorithms& chosen = ch.algos;
     bool all_deterministic = true;
     {
       int max = 0, returned = 0;
       LS_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max));
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-      LS_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y, static_cast<int>(perf.size()),
+      if (find)
+        LS_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, x, w, conv, y, static_cast<int>(perf.size()),
                                                             &returned, perf.data()));
+      else
+        LS_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y, static_cast<int>(perf.size()),
+                                                              &returned, perf.data()));
       cudnnConvolutionFwdAlgoPerf_t p{};
       const bool ok = pick(
           perf, returned, limit, is_16bit(data),
@@ -297,17 +352,23 @@ struct Conv2dCuda::Impl {
           },
           p, chosen.forward_bytes);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable forward algorithm");
-      fwd_algo = p.algo;
-      fwd_math = p.mathType;
+      ch.fwd_algo = p.algo;
+      ch.fwd_math = p.mathType;
       chosen.forward = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
+    if (find && is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH));
     {
       int max = 0, returned = 0;
       LS_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max));
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-      LS_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, conv, x, static_cast<int>(perf.size()),
+      if (find)
+        LS_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle, w, y, conv, x, static_cast<int>(perf.size()),
                                                                  &returned, perf.data()));
+      else
+        LS_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, conv, x,
+                                                                   static_cast<int>(perf.size()), &returned,
+                                                                   perf.data()));
       cudnnConvolutionBwdDataAlgoPerf_t p{};
       const bool ok = pick(
           perf, returned, limit, is_16bit(data),
@@ -317,17 +378,23 @@ struct Conv2dCuda::Impl {
           },
           p, chosen.backward_data_bytes);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-data algorithm");
-      data_algo = p.algo;
-      data_math = p.mathType;
+      ch.data_algo = p.algo;
+      ch.data_math = p.mathType;
       chosen.backward_data = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
+    if (find && is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH));
     {
       int max = 0, returned = 0;
       LS_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max));
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-      LS_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          handle, x, y, conv, w, static_cast<int>(perf.size()), &returned, perf.data()));
+      if (find)
+        LS_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(handle, x, y, conv, w,
+                                                                   static_cast<int>(perf.size()), &returned,
+                                                                   perf.data()));
+      else
+        LS_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            handle, x, y, conv, w, static_cast<int>(perf.size()), &returned, perf.data()));
       cudnnConvolutionBwdFilterAlgoPerf_t p{};
       const bool ok = pick(
           perf, returned, limit, is_16bit(data),
@@ -337,14 +404,14 @@ struct Conv2dCuda::Impl {
           },
           p, chosen.backward_filter_bytes);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-filter algorithm");
-      filter_algo = p.algo;
-      filter_math = p.mathType;
+      ch.filter_algo = p.algo;
+      ch.filter_math = p.mathType;
       chosen.backward_filter = static_cast<int>(p.algo);
       all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
     chosen.deterministic = all_deterministic;
-    algos = chosen;
-    n = batch;
+    chosen.benchmarked = find;
+    return ch;
   }
 };
 
@@ -386,7 +453,7 @@ Conv2dCuda::Conv2dCuda(Conv2dCuda&&) noexcept = default;
 Conv2dCuda& Conv2dCuda::operator=(Conv2dCuda&&) noexcept = default;
 
 Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
-  impl_->prepare(ctx.cudnn(), n);
+  impl_->prepare(ctx, n);
   return impl_->algos;
 }
 
@@ -416,7 +483,7 @@ void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const f
     zero_param_grads(ctx, m.oc * m.g.k(), m.oc, dw, db, accumulate);
     return;
   }
-  m.prepare(ctx.cudnn(), n);
+  m.prepare(ctx, n);
   mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, y, dy, db, accumulate, relu);
   const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
   void* ws = ctx.workspace(bytes);
@@ -438,7 +505,7 @@ void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const
     zero_param_grads(ctx, weights, m.oc, dw, db, accumulate);
     return;
   }
-  m.prepare(ctx.cudnn(), n);
+  m.prepare(ctx, n);
   cuda::dispatch_16bit(dtype_16(m.data), [&](auto tag) {
     using T = decltype(tag);
     mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, static_cast<const T*>(y), static_cast<T*>(dy), db, accumulate,

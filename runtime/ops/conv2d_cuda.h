@@ -18,9 +18,12 @@
 // Precision and determinism: the convolution runs in fp32 with
 // CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH would let cuDNN use TF32 tensor cores on
 // Ampere and Hopper, which rounds inputs to 10 mantissa bits): parity with the
-// CPU path. Algorithms come from cuDNN's heuristics
-// (cudnnGet*Algorithm_v7, no benchmarking), so every rank with the same GPU
-// and library picks the same ones; the first in the heuristic's order that
+// CPU path. Algorithms come, per batch size and once for it, from cuDNN's
+// heuristics (cudnnGet*Algorithm_v7: every rank with the same GPU and library
+// picks the same ones) or, when the context says ConvSearch::Benchmark, from
+// timing the candidates (cudnnFind*, fastest first; ranks may then differ,
+// which changes nothing for lockstep: every rank applies the same averaged
+// gradient). From either list the first entry is taken that
 // reports success, is deterministic (CUDNN_DETERMINISTIC: for backward this
 // rules out the atomics-based algorithms), uses no tensor-op math, and whose
 // workspace fits the limit. Only when no deterministic algorithm fits is a
@@ -92,6 +95,7 @@ class Conv2dCuda {
     int forward = -1, backward_data = -1, backward_filter = -1;
     size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
     bool deterministic = true;  // all three are CUDNN_DETERMINISTIC
+    bool benchmarked = false;   // chosen by timing (cudnnFind*), not by the heuristics
   };
   Algorithms algorithms(cuda::Context& ctx, int64_t n);
 

@@ -25,7 +25,9 @@
 //     sign is y_cpu's.
 //   fp16 (ConvData::F16): the same argument with 11 significant bits (2^-11
 //     per rounding): y within 3 x 2^-11 ~ 1.5e-3: tolerance 2e-3; dx and dw
-//     rounded once: 1.5e-3. Every value here is far inside fp16's range
+//     are rounded once by most algorithms, but cuDNN's fp16 backward-data for
+//     a strided 7x7 convolution was measured 1.8e-3 off on an H100
+//     (2026-11-22; it rounds partial results): tolerance 4e-3 (8 x 2^-11). Every value here is far inside fp16's range
 //     (|y|, |dw| <= a few tens).
 #include <catch2/catch.hpp>
 
@@ -47,7 +49,7 @@ constexpr double kForwardTol = 5e-5;
 constexpr double kBackwardTol = 1e-4;
 constexpr double kBf16Tol = 1e-2;
 constexpr double kBf16OutTol = 1.5e-2;  // y: two roundings
-constexpr double kF16Tol = 1.5e-3;
+constexpr double kF16Tol = 4e-3;
 constexpr double kF16OutTol = 2e-3;  // y: two roundings
 
 // The tensor helpers copy on the legacy default stream; the ops run on the
@@ -149,9 +151,16 @@ void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Co
 
 }  // namespace
 
+// Both ways of choosing algorithms (cuda::ConvSearch): cuDNN's heuristics and
+// timing the candidates (--cudnn-benchmark) must give the same results.
+constexpr cuda::ConvSearch kSearches[] = {cuda::ConvSearch::Heuristic, cuda::ConvSearch::Benchmark};
+const char* search_name(cuda::ConvSearch s) { return s == cuda::ConvSearch::Benchmark ? "benchmark" : "heuristic"; }
+
 TEST_CASE_METHOD(GpuFixture, "conv2d 16-bit forward and backward match the CPU on 16-bit-rounded inputs", "[conv]") {
+  for (const cuda::ConvSearch search : kSearches)
   for (const DType dt : {DType::BF16, DType::F16}) {
-    INFO("dtype " << dtype_name(dt));
+    ctx.set_conv_search(search);
+    INFO("dtype " << dtype_name(dt) << ", algorithms by " << search_name(search));
     const ops::ConvData data = dt == DType::BF16 ? ops::ConvData::BF16 : ops::ConvData::F16;
     uint64_t seed = 9000;
     for (const ConvCase& k : kCases) {
@@ -172,6 +181,7 @@ TEST_CASE_METHOD(GpuFixture, "conv2d 16-bit forward and backward match the CPU o
       INFO("cuDNN 16-bit algorithms: forward " << algos.forward << ", backward data " << algos.backward_data
                                                << ", backward filter " << algos.backward_filter);
       CHECK(algos.forward >= 0);
+      CHECK(algos.benchmarked == (search == cuda::ConvSearch::Benchmark));
     }
   }
   // The precisions' entry points are not interchangeable.
@@ -183,8 +193,11 @@ TEST_CASE_METHOD(GpuFixture, "conv2d 16-bit forward and backward match the CPU o
 }
 
 TEST_CASE_METHOD(GpuFixture, "conv2d forward and backward match the CPU", "[conv]") {
-  uint64_t seed = 1000;
+  for (const cuda::ConvSearch search : kSearches)
   for (const ConvCase& k : kCases) {
+    ctx.set_conv_search(search);
+    INFO("algorithms by " << search_name(search));
+    uint64_t seed = 1000;
     const ops::Conv2dShape s = make_shape(k);
     CAPTURE(k.n, k.c, k.h, k.w, k.oc, k.k, k.stride, k.pad);
     ops::Conv2dCuda conv(s.oc, s.g);
@@ -200,18 +213,24 @@ TEST_CASE_METHOD(GpuFixture, "conv2d forward and backward match the CPU", "[conv
     INFO("cuDNN algorithms: forward " << algos.forward << ", backward data " << algos.backward_data
                                       << ", backward filter " << algos.backward_filter);
     CHECK(algos.deterministic);
+    CHECK(algos.benchmarked == (search == cuda::ConvSearch::Benchmark));
   }
 }
 
 TEST_CASE_METHOD(GpuFixture, "conv2d follows batch-size changes on one object", "[conv]") {
   const ConvCase base{3, 5, 11, 13, 6, 3, 2, 1};
-  ops::Conv2dShape s = make_shape(base);
-  ops::Conv2dCuda conv(s.oc, s.g);
-  uint64_t seed = 5000;
-  for (const int64_t n : {int64_t{3}, int64_t{1}, int64_t{2}, int64_t{3}}) {
-    s.n = n;
-    CAPTURE(n);
-    check_case(*this, conv, s, /*relu=*/true, /*bias=*/true, /*accumulate=*/false, /*with_dx=*/true, seed += 10);
+  for (const cuda::ConvSearch search : kSearches) {
+    ctx.set_conv_search(search);
+    INFO("algorithms by " << search_name(search));
+    ops::Conv2dShape s = make_shape(base);
+    ops::Conv2dCuda conv(s.oc, s.g);
+    uint64_t seed = 5000;
+    // The last size was seen before: its algorithms come from the per-size cache.
+    for (const int64_t n : {int64_t{3}, int64_t{1}, int64_t{2}, int64_t{3}}) {
+      s.n = n;
+      CAPTURE(n);
+      check_case(*this, conv, s, /*relu=*/true, /*bias=*/true, /*accumulate=*/false, /*with_dx=*/true, seed += 10);
+    }
   }
 }
 
