@@ -28,6 +28,24 @@ def timed(fn, reps):
     return (time.perf_counter() - t0) / reps
 
 
+def profile(step, reps):
+    """Per-kernel GPU time over reps steps, the counterpart of scripts/gpu/kernel_times.py."""
+    from torch.profiler import ProfilerActivity, profile as prof
+    with prof(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(reps):
+            step()
+        torch.cuda.synchronize()
+    events = p.key_averages()
+    key = "self_device_time_total" if hasattr(events[0], "self_device_time_total") else "self_cuda_time_total"
+    rows = sorted(((getattr(e, key), e.count, e.key) for e in events), reverse=True)
+    total = sum(r[0] for r in rows)
+    print(f"{reps} steps, GPU time {total / 1e3 / reps:.3f} ms per step")
+    for us, count, name in rows[:30]:
+        if us <= 0:
+            break
+        print(f"{us / 1e3 / reps:9.3f} ms/step {100 * us / total:5.1f}% {count // reps:5d}/step  {name[:110]}")
+
+
 def floor():
     out = {"impl": "floor", "device": torch.cuda.get_device_name()}
     n = 8192
@@ -61,6 +79,8 @@ def main():
     ap.add_argument("--image-size", type=int, default=28)
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--floor", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="after warm-up, print the GPU kernels of one timed window by total time (torch.profiler)")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32, as in lockstep
     torch.backends.cudnn.allow_tf32 = False
@@ -95,6 +115,8 @@ def main():
     for _ in range(a.warmup):
         step()
     torch.cuda.synchronize()
+    if a.profile:
+        return profile(step, a.window)
     rates = []
     for _ in range(a.steps // a.window):
         rates.append(a.batch_size / timed(step, a.window))  # timed(): seconds per step

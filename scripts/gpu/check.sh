@@ -195,7 +195,7 @@ step compare.lenet compare_lenet
 # ---- benchmarks: lockstep vs PyTorch on the same model, batch and precision ----
 bench_lockstep() {  # name model batch [flags...]
   local name=$1 model=$2 batch=$3; shift 3
-  trainer --model "$model" --benchmark --device cuda --batch-size "$batch" --max-steps 60 --progress off \
+  trainer --model "$model" --benchmark --device cuda --cudnn-benchmark --batch-size "$batch" --max-steps 60 --progress off \
     --metrics-file "$OUT/$name.jsonl" "$@"
 }
 step bench.floor                  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --floor
@@ -228,6 +228,30 @@ step bench.convnet.torch.eager.fp16   host_env "$PY" "$ROOT/scripts/bench/torch_
 step bench.resnet50.lockstep.fp16     bench_lockstep bench-resnet50-fp16 resnet50 128 --precision fp16
 step bench.resnet50.torch.eager.fp16  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                         --channels 3 --image-size 224 --classes 1000 --steps 60 --precision fp16
+# ---- profiles (only when CHECK_STEPS names them: CHECK_STEPS='^profile') ----
+# Where a step's GPU time goes, kernel by kernel: Nsight Compute's durations for
+# lockstep (kernel_times.py sums them by name), torch.profiler for PyTorch.
+NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+profile_lockstep() {  # name steps trainer-flags...
+  local name=$1 steps=$2; shift 2
+  [[ -n "$NCU" ]] || { echo "no ncu on this machine"; return 77; }
+  host_env "$NCU" --clock-control none --csv --metrics gpu__time_duration.sum --print-units base \
+    --log-file "$OUT/$name.csv" env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$B/bin/trainer" --benchmark --device cuda \
+    --cudnn-benchmark --progress off --max-steps "$steps" "$@" > /dev/null || return 1
+  host_env "$PY" "$ROOT/scripts/gpu/kernel_times.py" "$OUT/$name.csv" "$steps"
+}
+if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
+  R50=(--channels 3 --image-size 224 --classes 1000)
+  for p in fp32 bf16; do
+    step profile.convnet.lockstep.$p  profile_lockstep profile-convnet-$p 3 --model convnet --batch-size 1024 --precision $p
+    step profile.convnet.torch.$p     host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
+                                        --precision $p --profile --window 3
+    step profile.resnet50.lockstep.$p profile_lockstep profile-resnet50-$p 2 --model resnet50 --batch-size 128 --precision $p
+    step profile.resnet50.torch.$p    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+                                        "${R50[@]}" --precision $p --profile --window 2
+  done
+fi
+
 # Every machine-readable line in one file.
 for f in "$OUT"/bench.*.log; do grep -h '^{' "$f" 2>/dev/null; done > "$OUT/bench.jsonl"
 for f in "$OUT"/bench-*.jsonl; do grep -h '"summary"' "$f" 2>/dev/null; done >> "$OUT/bench.jsonl"
