@@ -110,7 +110,8 @@ step() {
   printf '%-28s %-16s %4ds\n' "$name" "$verdict" $((SECONDS - t0)) | tee -a "$SUMMARY"
 }
 
-step gpu_tests        gpu_tests --durations yes
+# CHECK_GPU_TESTS: a Catch2 test spec to run part of gpu_tests (e.g. '[conv],[model]').
+step gpu_tests        gpu_tests --durations yes ${CHECK_GPU_TESTS:+"$CHECK_GPU_TESTS"}
 step nccl.np1         mpirun -np 1 gpu_mpi_tests "[nccl]"
 step staged.np2       mpirun -np 2 gpu_mpi_tests "[staged]"
 step nccl_timeout.np1 mpirun -np 1 gpu_mpi_tests "[nccl_timeout]"
