@@ -161,6 +161,30 @@ bool pick(const std::vector<Perf>& perf, int returned, size_t limit, bool tensor
   return false;
 }
 
+// One direction's algorithm: from the timed list when `timed` (cudnnFind*),
+// else, or when the search fails or offers nothing pick() accepts (fell_back
+// is then set), from the heuristic list. find/heuristic(requested, &returned,
+// perf) are the matching cuDNN calls.
+template <typename Perf, typename Find, typename Heuristic, typename WorkspaceSize>
+bool choose_one(int max, bool timed, Find find, Heuristic heuristic, size_t limit, bool tensor_ops,
+                WorkspaceSize workspace_size, Perf& chosen, size_t& bytes, bool& fell_back) {
+  std::vector<Perf> perf(static_cast<size_t>(std::max(max, 1)));
+  const int requested = static_cast<int>(perf.size());
+  int returned = 0;
+  if (timed) {
+    const cudnnStatus_t st = find(requested, &returned, perf.data());
+    // A candidate whose scratch cudaMalloc failed is listed as failed, but the
+    // runtime keeps cudaErrorMemoryAllocation as the last error: clear it, or
+    // the next launch check would report it.
+    (void)cudaGetLastError();
+    if (st == CUDNN_STATUS_SUCCESS && pick(perf, returned, limit, tensor_ops, workspace_size, chosen, bytes))
+      return true;
+    fell_back = true;
+  }
+  LS_CUDNN_CHECK(heuristic(requested, &returned, perf.data()));
+  return pick(perf, returned, limit, tensor_ops, workspace_size, chosen, bytes);
+}
+
 cudnnDataType_t cudnn_type(ConvData d) {
   switch (d) {
     case ConvData::BF16: return CUDNN_DATA_BFLOAT16;
@@ -259,6 +283,7 @@ struct Conv2dCuda::Impl {
     cudnnMathType_t fwd_math = CUDNN_TENSOR_OP_MATH, data_math = CUDNN_TENSOR_OP_MATH,
                     filter_math = CUDNN_TENSOR_OP_MATH;
     Algorithms algos;
+    bool provisional = false;  // heuristics standing in for a search inside a capture: not cached
   };
   std::map<int64_t, Choice> chosen_for;
 
@@ -304,8 +329,12 @@ struct Conv2dCuda::Impl {
                    ", " + std::to_string(dh) + ", " + std::to_string(dw) + "]");
 
     auto found = chosen_for.find(batch);
-    if (found == chosen_for.end()) found = chosen_for.emplace(batch, choose(ctx, batch)).first;
-    const Choice& ch = found->second;
+    Choice fresh;
+    if (found == chosen_for.end()) {
+      fresh = choose(ctx, batch);
+      if (!fresh.provisional) found = chosen_for.emplace(batch, fresh).first;
+    }
+    const Choice& ch = found != chosen_for.end() ? found->second : fresh;
     fwd_algo = ch.fwd_algo;
     data_algo = ch.data_algo;
     filter_algo = ch.filter_algo;
@@ -318,99 +347,107 @@ struct Conv2dCuda::Impl {
 
   // The three algorithms for the descriptors as set for `batch`: from cuDNN's
   // heuristics, or (ConvSearch::Benchmark) from cudnnFind*, which runs every
-  // candidate once and lists them fastest first. Either list goes through
+  // candidate once and lists them fastest first; either list goes through
   // pick(). Finding synchronises the device and allocates its own scratch, so
   // inside a CUDA graph capture (a batch size first seen there) the heuristic
-  // list is used instead.
+  // list is used instead and the choice is provisional (not cached: the next
+  // call outside a capture searches). A failed search, or one whose list has
+  // no usable entry, falls back to the heuristics too.
   Choice choose(cuda::Context& ctx, int64_t batch) {
     const cudnnHandle_t handle = ctx.cudnn();
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     LS_CUDA_CHECK(cudaStreamIsCapturing(ctx.raw_stream(), &capture));
-    const bool find = ctx.conv_search() == cuda::ConvSearch::Benchmark && capture == cudaStreamCaptureStatusNone;
-    // Find tries the math types the descriptor allows: tensor ops for 16-bit,
-    // FMA (no TF32) for fp32, as set at construction.
-    if (find && is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH));
+    const bool benchmark = ctx.conv_search() == cuda::ConvSearch::Benchmark;
+    const bool find = benchmark && capture == cudaStreamCaptureStatusNone;
+    // Before each list: 16-bit offers tensor-op algorithms (pick() then sets
+    // each candidate's own math type); fp32 keeps FMA math (no TF32).
+    const auto math_for_list = [&] {
+      LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, is_16bit(data) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    };
     Choice ch;
+    ch.provisional = benchmark && !find;
     Algorithms& chosen = ch.algos;
-    bool all_deterministic = true;
+    bool fell_back = false;
     {
-      int max = 0, returned = 0;
+      int max = 0;
       LS_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max));
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-      if (find)
-        LS_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, x, w, conv, y, static_cast<int>(perf.size()),
-                                                            &returned, perf.data()));
-      else
-        LS_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y, static_cast<int>(perf.size()),
-                                                              &returned, perf.data()));
       cudnnConvolutionFwdAlgoPerf_t p{};
-      const bool ok = pick(
-          perf, returned, limit, is_16bit(data),
+      const bool ok = choose_one(
+          max, find,
+          [&](int req, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
+            math_for_list();
+            return cudnnFindConvolutionForwardAlgorithm(handle, x, w, conv, y, req, got, perf);
+          },
+          [&](int req, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
+            math_for_list();
+            return cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y, req, got, perf);
+          },
+          limit, is_16bit(data),
           [&](cudnnConvolutionFwdAlgo_t a, cudnnMathType_t math, size_t* bytes) {
             if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, bytes);
           },
-          p, chosen.forward_bytes);
+          p, chosen.forward_bytes, fell_back);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable forward algorithm");
       ch.fwd_algo = p.algo;
       ch.fwd_math = p.mathType;
       chosen.forward = static_cast<int>(p.algo);
-      all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
+      chosen.deterministic = chosen.deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
-    if (find && is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH));
     {
-      int max = 0, returned = 0;
+      int max = 0;
       LS_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max));
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-      if (find)
-        LS_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle, w, y, conv, x, static_cast<int>(perf.size()),
-                                                                 &returned, perf.data()));
-      else
-        LS_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, conv, x,
-                                                                   static_cast<int>(perf.size()), &returned,
-                                                                   perf.data()));
       cudnnConvolutionBwdDataAlgoPerf_t p{};
-      const bool ok = pick(
-          perf, returned, limit, is_16bit(data),
+      const bool ok = choose_one(
+          max, find,
+          [&](int req, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+            math_for_list();
+            return cudnnFindConvolutionBackwardDataAlgorithm(handle, w, y, conv, x, req, got, perf);
+          },
+          [&](int req, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+            math_for_list();
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, conv, x, req, got, perf);
+          },
+          limit, is_16bit(data),
           [&](cudnnConvolutionBwdDataAlgo_t a, cudnnMathType_t math, size_t* bytes) {
             if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, a, bytes);
           },
-          p, chosen.backward_data_bytes);
+          p, chosen.backward_data_bytes, fell_back);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-data algorithm");
       ch.data_algo = p.algo;
       ch.data_math = p.mathType;
       chosen.backward_data = static_cast<int>(p.algo);
-      all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
+      chosen.deterministic = chosen.deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
-    if (find && is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH));
     {
-      int max = 0, returned = 0;
+      int max = 0;
       LS_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max));
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
-      if (find)
-        LS_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(handle, x, y, conv, w,
-                                                                   static_cast<int>(perf.size()), &returned,
-                                                                   perf.data()));
-      else
-        LS_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            handle, x, y, conv, w, static_cast<int>(perf.size()), &returned, perf.data()));
       cudnnConvolutionBwdFilterAlgoPerf_t p{};
-      const bool ok = pick(
-          perf, returned, limit, is_16bit(data),
+      const bool ok = choose_one(
+          max, find,
+          [&](int req, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+            math_for_list();
+            return cudnnFindConvolutionBackwardFilterAlgorithm(handle, x, y, conv, w, req, got, perf);
+          },
+          [&](int req, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+            math_for_list();
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x, y, conv, w, req, got, perf);
+          },
+          limit, is_16bit(data),
           [&](cudnnConvolutionBwdFilterAlgo_t a, cudnnMathType_t math, size_t* bytes) {
             if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, a, bytes);
           },
-          p, chosen.backward_filter_bytes);
+          p, chosen.backward_filter_bytes, fell_back);
       LS_REQUIRE(ok, describe(batch) + ": cuDNN offers no usable backward-filter algorithm");
       ch.filter_algo = p.algo;
       ch.filter_math = p.mathType;
       chosen.backward_filter = static_cast<int>(p.algo);
-      all_deterministic = all_deterministic && p.determinism == CUDNN_DETERMINISTIC;
+      chosen.deterministic = chosen.deterministic && p.determinism == CUDNN_DETERMINISTIC;
     }
-    chosen.deterministic = all_deterministic;
-    chosen.benchmarked = find;
+    math_for_list();  // fp32 relies on FMA math on the descriptor; 16-bit sets its type before each call
+    chosen.benchmarked = find && !fell_back;
     return ch;
   }
 };
