@@ -1,10 +1,16 @@
-// Pooling kernels on the GPU. Grids are [planes, chunks of a plane]: block x is
-// the plane, so no thread divides by the plane size; within a plane indices
-// are ints (argmax is int32, so planes hold fewer than 2^31 elements).
+// Pooling kernels on the GPU. Grids are [items, chunks of an item]: block x is
+// the item, so no thread divides by the item size; within an item indices are
+// ints (argmax is int32, so items hold fewer than 2^31 elements). An item is a
+// plane [h, w] in NCHW, an image [h, w, c] in NHWC (the kernels' kNhwc
+// instances): there thread j of an item takes pixel j / c, channel j % c, so
+// consecutive threads read consecutive channels (coalesced), and a pixel's
+// element sits at pixel * c + channel.
 // Forward: one thread per output. Backward: one thread per input element,
 // gathering from the outputs whose window covers it, in ascending output
 // order: the CPU's scatter adds in exactly that order, so results are bitwise
-// the CPU's.
+// the CPU's (in either layout: the CPU's NHWC kernels keep the NCHW order).
+// NHWC global average pooling: one thread per (image, channel) sums the hw
+// positions in order in double, exactly the CPU's sum, so it is bitwise too.
 // The kernels are templated on the storage type T of x, y, dy, dx (float,
 // __nv_bfloat16 or __half, cuda/float16.cuh): values are widened exactly to
 // fp32 on load, compared and summed in fp32 (global average pooling: double) in
@@ -41,23 +47,53 @@ PlaneGrid plane_grid(int64_t planes, int64_t len) {
   return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
 }
 
-// Plain ints for the kernels (all checked to fit).
+// Plain ints for the kernels (all checked to fit). c: the channels of an NHWC
+// image (1 for NCHW, whose items are single planes).
 struct Geometry {
-  int h, w, k, stride, pad, oh, ow;
+  int h, w, k, stride, pad, oh, ow, c;
 };
 
-Geometry check_shape(const Pool2dShape& s, const char* op) {
+// The checked geometry and the number of items (planes, or NHWC images).
+struct Checked {
+  Geometry g;
+  int64_t items;
+  bool nhwc;
+};
+
+Checked check_shape(const Pool2dShape& s, const char* op) {
   const std::string name = std::string(op) + " (cuda): ";
   LS_REQUIRE(s.planes >= 0 && s.h > 0 && s.w > 0 && s.k > 0 && s.stride > 0 && s.pad >= 0 && s.oh >= 0 &&
                  s.ow >= 0,
              name + "invalid shape");
-  LS_REQUIRE(s.h * s.w <= INT_MAX && s.oh * s.ow <= INT_MAX && s.k <= INT_MAX && s.stride <= INT_MAX,
-             name + "a plane must hold fewer than 2^31 elements");
+  const bool nhwc = s.layout == Layout::NHWC;
+  if (nhwc)
+    LS_REQUIRE(s.c >= 1 && s.planes % s.c == 0, name + "nhwc: " + std::to_string(s.planes) +
+                                                    " planes are not a whole number of images of " +
+                                                    std::to_string(s.c) + " channels");
+  const int64_t c = nhwc ? s.c : 1;
+  LS_REQUIRE(c <= INT_MAX && s.h * s.w <= INT_MAX / c && s.oh * s.ow <= INT_MAX / c && s.k <= INT_MAX &&
+                 s.stride <= INT_MAX,
+             name + (nhwc ? "an image" : "a plane") + " must hold fewer than 2^31 elements");
   // The output size the CPU layer computes (floor mode).
   LS_REQUIRE(s.oh == (s.h + 2 * s.pad - s.k) / s.stride + 1 && s.ow == (s.w + 2 * s.pad - s.k) / s.stride + 1,
              name + "output size does not match the input, kernel, stride and padding");
-  return {static_cast<int>(s.h),   static_cast<int>(s.w),  static_cast<int>(s.k), static_cast<int>(s.stride),
-          static_cast<int>(s.pad), static_cast<int>(s.oh), static_cast<int>(s.ow)};
+  const Geometry g{static_cast<int>(s.h),  static_cast<int>(s.w),   static_cast<int>(s.k),
+                   static_cast<int>(s.stride), static_cast<int>(s.pad), static_cast<int>(s.oh),
+                   static_cast<int>(s.ow), static_cast<int>(c)};
+  return {g, nhwc ? s.planes / c : s.planes, nhwc};
+}
+
+// Thread j of an item: pixel p (within the plane) and channel ch. NCHW: p = j,
+// ch = 0; NHWC: consecutive threads take consecutive channels.
+template <bool kNhwc>
+__device__ inline void split(int j, int c, int& p, int& ch) {
+  if constexpr (kNhwc) {
+    p = j / c;
+    ch = j - p * c;
+  } else {
+    p = j;
+    ch = 0;
+  }
 }
 
 // Outputs o (along one axis) whose window [o*stride - pad, o*stride - pad + k)
@@ -69,28 +105,33 @@ __device__ inline void covering(int i, int k, int stride, int pad, int n, int& f
   last = min(n - 1, (i + pad) / stride);
 }
 
-// x [planes, h, w] -> y, argmax [planes, oh, ow]. The window clipped to the
-// input; the first maximum in row-major order wins (strict >), as on the CPU.
-template <typename T>
+// x [planes, h, w] -> y, argmax [planes, oh, ow] (NHWC: x [n, h, w, c] -> y,
+// argmax [n, oh, ow, c]). The window clipped to the input; the first maximum
+// in row-major order wins (strict >), as on the CPU; argmax is the pixel index
+// iy * w + ix in either layout.
+template <typename T, bool kNhwc>
 __global__ void maxpool_forward_kernel(Geometry g, const T* x, T* y, int32_t* argmax) {
+  const int cs = kNhwc ? g.c : 1;  // distance between a channel's neighbouring pixels
   const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (j >= g.oh * g.ow) return;
-  const int64_t plane = blockIdx.x;
-  const T* xp = x + plane * g.h * g.w;
-  const int oy = j / g.ow, ox = j - oy * g.ow;
+  if (j >= g.oh * g.ow * cs) return;
+  int p, ch;
+  split<kNhwc>(j, g.c, p, ch);
+  const int64_t item = blockIdx.x;
+  const T* xp = x + item * g.h * g.w * cs + ch;
+  const int oy = p / g.ow, ox = p - oy * g.ow;
   const int y0 = max(oy * g.stride - g.pad, 0), y1 = min(oy * g.stride - g.pad + g.k, g.h);
   const int x0 = max(ox * g.stride - g.pad, 0), x1 = min(ox * g.stride - g.pad + g.k, g.w);
   int bi = y0 * g.w + x0;
-  float best = load(xp, bi);
+  float best = load(xp, bi * cs);
   for (int iy = y0; iy < y1; ++iy)
     for (int ix = x0; ix < x1; ++ix) {
-      const float v = load(xp, iy * g.w + ix);
+      const float v = load(xp, (iy * g.w + ix) * cs);
       if (v > best) {
         best = v;
         bi = iy * g.w + ix;
       }
     }
-  const int64_t o = plane * g.oh * g.ow + j;
+  const int64_t o = item * g.oh * g.ow * cs + j;
   store(y, o, best);  // an input value: exact in T
   argmax[o] = bi;
 }
@@ -98,13 +139,16 @@ __global__ void maxpool_forward_kernel(Geometry g, const T* x, T* y, int32_t* ar
 // dx[i] = sum of dy[o] over outputs o (ascending) with argmax[o] == i, summed
 // in an fp32 register and stored once (overlapping windows: a 16-bit T rounds
 // the total once, not each partial sum).
-template <typename T>
+template <typename T, bool kNhwc>
 __global__ void maxpool_backward_kernel(Geometry g, const T* dy, const int32_t* argmax, T* dx) {
-  const int i = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (i >= g.h * g.w) return;
-  const int64_t plane = blockIdx.x;
-  const T* dyp = dy + plane * g.oh * g.ow;
-  const int32_t* ap = argmax + plane * g.oh * g.ow;
+  const int cs = kNhwc ? g.c : 1;
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= g.h * g.w * cs) return;
+  int i, ch;  // i: the input pixel, iy * w + ix
+  split<kNhwc>(j, g.c, i, ch);
+  const int64_t item = blockIdx.x;
+  const T* dyp = dy + item * g.oh * g.ow * cs + ch;
+  const int32_t* ap = argmax + item * g.oh * g.ow * cs + ch;
   const int iy = i / g.w, ix = i - iy * g.w;
   int oy0, oy1, ox0, ox1;
   covering(iy, g.k, g.stride, g.pad, g.oh, oy0, oy1);
@@ -112,59 +156,65 @@ __global__ void maxpool_backward_kernel(Geometry g, const T* dy, const int32_t* 
   float acc = 0.f;  // the CPU zero-fills dx, then adds
   for (int oy = oy0; oy <= oy1; ++oy)
     for (int ox = ox0; ox <= ox1; ++ox) {
-      const int o = oy * g.ow + ox;
+      const int o = (oy * g.ow + ox) * cs;
       if (ap[o] == i) acc += load(dyp, o);
     }
-  store(dx, plane * g.h * g.w + i, acc);
+  store(dx, item * g.h * g.w * cs + j, acc);
 }
 
 // Average over the k x k window (no padding); the 2x2 stride-2 case pairs its
 // additions as the CPU's fast path does.
-template <typename T>
+template <typename T, bool kNhwc>
 __global__ void avgpool_forward_kernel(Geometry g, float inv, const T* x, T* y) {
+  const int cs = kNhwc ? g.c : 1;
   const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (j >= g.oh * g.ow) return;
-  const int64_t plane = blockIdx.x;
-  const T* xp = x + plane * g.h * g.w;
-  const int oy = j / g.ow, ox = j - oy * g.ow;
+  if (j >= g.oh * g.ow * cs) return;
+  int p, ch;
+  split<kNhwc>(j, g.c, p, ch);
+  const int64_t item = blockIdx.x;
+  const T* xp = x + item * g.h * g.w * cs + ch;
+  const int oy = p / g.ow, ox = p - oy * g.ow;
   float v;
   if (g.k == 2 && g.stride == 2) {
-    const T* r0 = xp + 2 * oy * g.w + 2 * ox;
-    const T* r1 = r0 + g.w;
-    v = 0.25f * ((load(r0, 0) + load(r0, 1)) + (load(r1, 0) + load(r1, 1)));
+    const T* r0 = xp + (2 * oy * g.w + 2 * ox) * cs;
+    const T* r1 = r0 + g.w * cs;
+    v = 0.25f * ((load(r0, 0) + load(r0, cs)) + (load(r1, 0) + load(r1, cs)));
   } else {
     float acc = 0.f;
     for (int ky = 0; ky < g.k; ++ky) {
-      const T* r = xp + (oy * g.stride + ky) * g.w + ox * g.stride;
-      for (int kx = 0; kx < g.k; ++kx) acc += load(r, kx);
+      const T* r = xp + ((oy * g.stride + ky) * g.w + ox * g.stride) * cs;
+      for (int kx = 0; kx < g.k; ++kx) acc += load(r, kx * cs);
     }
     v = acc * inv;
   }
-  store(y, plane * g.oh * g.ow + j, v);
+  store(y, item * g.oh * g.ow * cs + j, v);
 }
 
 // dx[i] = sum over covering outputs o (ascending) of dy[o] * inv, each product
 // rounded before the add (__fmul_rn: no fused multiply-add), as on the CPU.
-template <typename T>
+template <typename T, bool kNhwc>
 __global__ void avgpool_backward_kernel(Geometry g, float inv, const T* dy, T* dx) {
-  const int i = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (i >= g.h * g.w) return;
-  const int64_t plane = blockIdx.x;
-  const T* dyp = dy + plane * g.oh * g.ow;
+  const int cs = kNhwc ? g.c : 1;
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= g.h * g.w * cs) return;
+  int i, ch;
+  split<kNhwc>(j, g.c, i, ch);
+  const int64_t item = blockIdx.x;
+  const T* dyp = dy + item * g.oh * g.ow * cs + ch;
   const int iy = i / g.w, ix = i - iy * g.w;
   float acc;
   if (g.k == 2 && g.stride == 2) {  // the CPU's fast path assigns 0.25 * dy (or 0 past the last window)
     const int oy = iy / 2, ox = ix / 2;
-    acc = oy < g.oh && ox < g.ow ? 0.25f * load(dyp, oy * g.ow + ox) : 0.f;
+    acc = oy < g.oh && ox < g.ow ? 0.25f * load(dyp, (oy * g.ow + ox) * cs) : 0.f;
   } else {
     int oy0, oy1, ox0, ox1;
     covering(iy, g.k, g.stride, 0, g.oh, oy0, oy1);
     covering(ix, g.k, g.stride, 0, g.ow, ox0, ox1);
     acc = 0.f;
     for (int oy = oy0; oy <= oy1; ++oy)
-      for (int ox = ox0; ox <= ox1; ++ox) acc += __fmul_rn(load(dyp, oy * g.ow + ox), inv);
+      for (int ox = ox0; ox <= ox1; ++ox) acc += __fmul_rn(load(dyp, (oy * g.ow + ox) * cs), inv);
   }
-  store(dx, plane * g.h * g.w + i, acc);
+  store(dx, item * g.h * g.w * cs + j, acc);
 }
 
 // One warp per plane: lanes stride the plane in double, then a fixed shuffle
@@ -192,45 +242,82 @@ __global__ void global_avgpool_backward_kernel(int64_t hw, float inv, const T* d
   store(dx, p * hw + i, load(dy, p) * inv);
 }
 
+// NHWC, x [n, hw, c] -> y [n, c]: grid [n, chunks of c], one thread per
+// channel (consecutive threads, consecutive channels: coalesced) sums its hw
+// values in order in double, as the CPU does: bitwise the CPU's fp32 result.
+template <typename T>
+__global__ void global_avgpool_nhwc_forward_kernel(int c, int64_t hw, double inv, const T* x, T* y) {
+  const int ch = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (ch >= c) return;
+  const int64_t img = blockIdx.x;
+  const T* xp = x + img * hw * c + ch;
+  double acc = 0;
+  for (int64_t i = 0; i < hw; ++i) acc += load(xp, i * c);
+  store(y, img * c + ch, static_cast<float>(acc * inv));
+}
 
+// NHWC, dx [n, hw, c] = dy[n, c] * inv: grid [n, chunks of hw * c].
+template <typename T>
+__global__ void global_avgpool_nhwc_backward_kernel(int c, int len, float inv, const T* dy, T* dx) {
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= len) return;
+  const int64_t img = blockIdx.x;
+  store(dx, img * len + j, load(dy, img * c + j % c) * inv);
+}
+
+
+// The host side picks the layout's kernel instance; items and element counts
+// per item come from check_shape (c = 1 for NCHW).
 template <typename T>
 void maxpool_forward(const Pool2dShape& s, const T* x, T* y, int32_t* argmax, cudaStream_t stream) {
-  const Geometry g = check_shape(s, "maxpool2d_forward");
+  const Checked k = check_shape(s, "maxpool2d_forward");
   LS_REQUIRE(2 * s.pad <= s.k, "maxpool2d_forward (cuda): padding larger than half the kernel");
-  if (s.planes == 0 || s.oh * s.ow == 0) return;
-  const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
-  maxpool_forward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, x, y, argmax);
+  if (k.items == 0 || s.oh * s.ow == 0) return;
+  const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * k.g.c);
+  if (k.nhwc)
+    maxpool_forward_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
+  else
+    maxpool_forward_kernel<T, false><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
   LS_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void maxpool_backward(const Pool2dShape& s, const T* dy, const int32_t* argmax, T* dx, cudaStream_t stream) {
-  const Geometry g = check_shape(s, "maxpool2d_backward");
-  if (s.planes == 0) return;
-  const PlaneGrid pg = plane_grid(s.planes, s.h * s.w);
-  maxpool_backward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, dy, argmax, dx);
+  const Checked k = check_shape(s, "maxpool2d_backward");
+  if (k.items == 0) return;
+  const PlaneGrid pg = plane_grid(k.items, s.h * s.w * k.g.c);
+  if (k.nhwc)
+    maxpool_backward_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
+  else
+    maxpool_backward_kernel<T, false><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
   LS_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void avgpool_forward(const Pool2dShape& s, const T* x, T* y, cudaStream_t stream) {
-  const Geometry g = check_shape(s, "avgpool2d_forward");
+  const Checked k = check_shape(s, "avgpool2d_forward");
   LS_REQUIRE(s.pad == 0, "avgpool2d_forward (cuda): average pooling has no padding");
-  if (s.planes == 0 || s.oh * s.ow == 0) return;
+  if (k.items == 0 || s.oh * s.ow == 0) return;
   const float inv = 1.f / static_cast<float>(s.k * s.k);
-  const PlaneGrid pg = plane_grid(s.planes, s.oh * s.ow);
-  avgpool_forward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, inv, x, y);
+  const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * k.g.c);
+  if (k.nhwc)
+    avgpool_forward_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, inv, x, y);
+  else
+    avgpool_forward_kernel<T, false><<<pg.grid, pg.block, 0, stream>>>(k.g, inv, x, y);
   LS_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void avgpool_backward(const Pool2dShape& s, const T* dy, T* dx, cudaStream_t stream) {
-  const Geometry g = check_shape(s, "avgpool2d_backward");
+  const Checked k = check_shape(s, "avgpool2d_backward");
   LS_REQUIRE(s.pad == 0, "avgpool2d_backward (cuda): average pooling has no padding");
-  if (s.planes == 0) return;
+  if (k.items == 0) return;
   const float inv = 1.f / static_cast<float>(s.k * s.k);
-  const PlaneGrid pg = plane_grid(s.planes, s.h * s.w);
-  avgpool_backward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(g, inv, dy, dx);
+  const PlaneGrid pg = plane_grid(k.items, s.h * s.w * k.g.c);
+  if (k.nhwc)
+    avgpool_backward_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, inv, dy, dx);
+  else
+    avgpool_backward_kernel<T, false><<<pg.grid, pg.block, 0, stream>>>(k.g, inv, dy, dx);
   LS_CUDA_CHECK_LAUNCH();
 }
 
@@ -252,6 +339,29 @@ void global_avgpool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cud
   const float inv = 1.f / static_cast<float>(hw);
   const PlaneGrid pg = plane_grid(planes, hw);
   global_avgpool_backward_kernel<T><<<pg.grid, pg.block, 0, stream>>>(hw, inv, dy, dx);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void global_avgpool_nhwc_forward(int64_t n, int64_t c, int64_t hw, const T* x, T* y, cudaStream_t stream) {
+  LS_REQUIRE(n >= 0 && c >= 0 && hw > 0, "global_avgpool_nhwc_forward (cuda): invalid shape");
+  if (n == 0 || c == 0) return;
+  const PlaneGrid pg = plane_grid(n, c);  // c < 65536 * kThreads: fits an int
+  const double inv = 1.0 / static_cast<double>(hw);
+  global_avgpool_nhwc_forward_kernel<T>
+      <<<pg.grid, pg.block, 0, stream>>>(static_cast<int>(c), hw, inv, x, y);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void global_avgpool_nhwc_backward(int64_t n, int64_t c, int64_t hw, const T* dy, T* dx, cudaStream_t stream) {
+  LS_REQUIRE(n >= 0 && c >= 0 && hw > 0, "global_avgpool_nhwc_backward (cuda): invalid shape");
+  if (n == 0 || c == 0) return;
+  LS_REQUIRE(hw <= INT_MAX / c, "global_avgpool_nhwc_backward (cuda): an image must hold fewer than 2^31 elements");
+  const PlaneGrid pg = plane_grid(n, hw * c);
+  const float inv = 1.f / static_cast<float>(hw);
+  global_avgpool_nhwc_backward_kernel<T>
+      <<<pg.grid, pg.block, 0, stream>>>(static_cast<int>(c), static_cast<int>(hw * c), inv, dy, dx);
   LS_CUDA_CHECK_LAUNCH();
 }
 
@@ -280,6 +390,16 @@ void global_avgpool_forward_cuda(int64_t planes, int64_t hw, const float* x, flo
 
 void global_avgpool_backward_cuda(int64_t planes, int64_t hw, const float* dy, float* dx, cudaStream_t stream) {
   global_avgpool_backward(planes, hw, dy, dx, stream);
+}
+
+void global_avgpool_nhwc_forward_cuda(int64_t n, int64_t c, int64_t hw, const float* x, float* y,
+                                      cudaStream_t stream) {
+  global_avgpool_nhwc_forward(n, c, hw, x, y, stream);
+}
+
+void global_avgpool_nhwc_backward_cuda(int64_t n, int64_t c, int64_t hw, const float* dy, float* dx,
+                                       cudaStream_t stream) {
+  global_avgpool_nhwc_backward(n, c, hw, dy, dx, stream);
 }
 
 // The 16-bit wrappers: dispatch_16bit checks dt (throws unless BF16 or F16)
@@ -328,6 +448,22 @@ void global_avgpool_backward_16_cuda(DType dt, int64_t planes, int64_t hw, const
   cuda::dispatch_16bit(dt, [&](auto tag) {
     using T = decltype(tag);
     global_avgpool_backward(planes, hw, static_cast<const T*>(dy), static_cast<T*>(dx), stream);
+  });
+}
+
+void global_avgpool_nhwc_forward_16_cuda(DType dt, int64_t n, int64_t c, int64_t hw, const void* x, void* y,
+                                         cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    global_avgpool_nhwc_forward(n, c, hw, static_cast<const T*>(x), static_cast<T*>(y), stream);
+  });
+}
+
+void global_avgpool_nhwc_backward_16_cuda(DType dt, int64_t n, int64_t c, int64_t hw, const void* dy, void* dx,
+                                          cudaStream_t stream) {
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    global_avgpool_nhwc_backward(n, c, hw, static_cast<const T*>(dy), static_cast<T*>(dx), stream);
   });
 }
 

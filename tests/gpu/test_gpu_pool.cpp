@@ -32,15 +32,35 @@
 // subnormal range, and the final rounding into fp16's subnormal range is the
 // same IEEE round to nearest even on the GPU (__float2half_rn) and on the host
 // (_Float16).
+//
+// NHWC (s.layout = NHWC, x [N, H, W, C]; fp32 and both 16-bit types): the GPU
+// ops are compared with the CPU NHWC ops (which tests/ops/test_layout_pool.cpp
+// shows are bitwise the NCHW ops on transposed data) at the NCHW cases'
+// tolerances: max and average pooling exactly (tolerance 0, argmax equal, 16-bit
+// against the CPU result rounded once), for the reasons above (the NHWC kernels
+// evaluate the same expressions in the same order, only their index mapping
+// differs). One exception, stricter: NHWC global average pooling forward is
+// compared exactly too (fp32 and 16-bit), since there each GPU thread adds its
+// channel's hw values in position order in double, the CPU's exact sum, where
+// the NCHW kernel's warp sums in another order.
+// Layout transposes (ops/layout_cuda.h): pure copies, compared bitwise (F32:
+// with the CPU transposes; BF16 / F16: with a host transpose of the 16-bit bit
+// patterns), on shapes with partial 32x32 tiles, more than 65535 items (the
+// grid's item loop) and special values (NaN payloads, -0, infinities).
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <vector>
 
 #include "cuda/check.h"
 #include "gpu_test_util.h"
+#include "ops/layout.h"
+#include "ops/layout_cuda.h"
 #include "ops/pool2d.h"
 #include "ops/pool2d_cuda.h"
 
@@ -318,5 +338,353 @@ TEST_CASE_METHOD(GpuFixture, "pooling 16-bit rejects types other than BF16 and F
     REQUIRE_THROWS(ops::avgpool2d_backward_16_cuda(dt, s, nullptr, nullptr, st));
     REQUIRE_THROWS(ops::global_avgpool_forward_16_cuda(dt, 0, 49, nullptr, nullptr, st));
     REQUIRE_THROWS(ops::global_avgpool_backward_16_cuda(dt, 0, 49, nullptr, nullptr, st));
+  }
+}
+
+// ---- NHWC pooling: x [n, h, w, c] (s.layout = NHWC, s.c = c) ----
+
+namespace {
+
+struct NhwcCase {
+  int64_t n, c, h, w, k, stride, pad;
+};
+
+ops::Pool2dShape make_nhwc_shape(const NhwcCase& c) {
+  ops::Pool2dShape s = make_shape({c.n * c.c, c.h, c.w, c.k, c.stride, c.pad});
+  s.layout = Layout::NHWC;
+  s.c = c.c;
+  return s;
+}
+
+const NhwcCase kNhwcMaxCases[] = {
+    {2, 5, 8, 8, 2, 2, 0},     // the CPU's 2x2 shape
+    {3, 1, 9, 7, 2, 2, 0},     // odd sizes, c = 1
+    {2, 5, 15, 15, 3, 2, 1},   // ResNet's 3x3 stride-2 pad-1
+    {2, 64, 16, 16, 3, 2, 1},  // ResNet's stem channels: several warps per pixel row
+    {2, 5, 10, 11, 3, 1, 1},   // stride 1, heavy overlap
+    {3, 13, 9, 9, 3, 3, 0},    // non-overlapping 3x3
+    {2, 3, 6, 6, 4, 2, 2},     // padding = k / 2
+    {4, 300, 1, 1, 1, 1, 0},   // 1x1 images, c > one block of threads
+};
+
+const NhwcCase kNhwcAvgCases[] = {
+    {2, 5, 8, 8, 2, 2, 0},    // the CPU's 2x2 fast path
+    {3, 1, 9, 7, 2, 2, 0},    // odd sizes, c = 1
+    {2, 5, 10, 10, 3, 1, 0},  // overlapping windows
+    {3, 13, 9, 9, 3, 3, 0},   // non-overlapping 3x3
+    {2, 64, 7, 8, 3, 2, 0},   // overlapping stride 2, leftover column
+    {2, 5, 7, 7, 7, 1, 0},    // one window per image
+};
+
+// A device tensor of int32 argmax values, read back.
+Tensor device_i32(GpuFixture& f, int64_t n) { return f.device_zeros(Shape{n}, DType::I32); }
+
+}  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "NHWC maxpool2d forward and backward match the CPU exactly", "[pool]") {
+  uint64_t seed = 2010;
+  for (const NhwcCase& c : kNhwcMaxCases)
+    for (int kind = 0; kind < 3; ++kind) {
+      CAPTURE(c.n, c.c, c.h, c.w, c.k, c.stride, c.pad, kind);
+      const ops::Pool2dShape s = make_nhwc_shape(c);
+      const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
+      const auto x = pool_input(nx, ++seed, kind), dy = random_vector(ny, ++seed), dx0 = random_vector(nx, ++seed);
+
+      std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+      std::vector<int32_t> am_cpu(static_cast<size_t>(ny));
+      ops::maxpool2d_forward_cpu(s, x.data(), y_cpu.data(), am_cpu.data());
+      ops::maxpool2d_backward_cpu(s, dy.data(), am_cpu.data(), dx_cpu.data());
+
+      Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny}), am_ = device_i32(*this, ny);
+      Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, dx0);  // dx starts as garbage
+      settle();
+      ops::maxpool2d_forward_cuda(s, x_.data<float>(), y_.data<float>(), am_.data<int32_t>(), ctx.raw_stream());
+      ops::maxpool2d_backward_cuda(s, dy_.data<float>(), am_.data<int32_t>(), dx_.data<float>(), ctx.raw_stream());
+      LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);
+      CHECK(download_i32(*this, am_) == am_cpu);
+      LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);
+      if (kind == 2)
+        for (float v : download(y_)) REQUIRE(v < -1.f);  // padding never wins
+    }
+}
+
+TEST_CASE_METHOD(GpuFixture, "NHWC maxpool2d 16-bit forward and backward match the CPU on 16-bit values exactly",
+                 "[pool]") {
+  for (const DType dt : k16BitTypes) {
+    uint64_t seed = 2510;
+    for (const NhwcCase& c : kNhwcMaxCases)
+      for (int kind = 0; kind < 3; ++kind) {
+        INFO(dtype_name(dt));
+        CAPTURE(c.n, c.c, c.h, c.w, c.k, c.stride, c.pad, kind);
+        const ops::Pool2dShape s = make_nhwc_shape(c);
+        const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
+        const auto x16 = bits_16(dt, pool_input(nx, ++seed, kind)), dy16 = bits_16(dt, random_vector(ny, ++seed));
+        const auto dx0_16 = bits_16(dt, random_vector(nx, ++seed));
+        const auto x = values_16(dt, x16), dy = values_16(dt, dy16);
+
+        std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+        std::vector<int32_t> am_cpu(static_cast<size_t>(ny));
+        ops::maxpool2d_forward_cpu(s, x.data(), y_cpu.data(), am_cpu.data());
+        ops::maxpool2d_backward_cpu(s, dy.data(), am_cpu.data(), dx_cpu.data());
+
+        Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt), am_ = device_i32(*this, ny);
+        Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
+        settle();
+        ops::maxpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), am_.data<int32_t>(), ctx.raw_stream());
+        ops::maxpool2d_backward_16_cuda(dt, s, dy_.raw_data(), am_.data<int32_t>(), dx_.raw_data(),
+                                        ctx.raw_stream());
+        const auto y_gpu = download_16_values(*this, dt, y_);
+        LS_REQUIRE_PARITY(y_gpu, rounded_16(dt, y_cpu), 0.0);
+        CHECK(download_i32(*this, am_) == am_cpu);
+        LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
+        if (kind == 2)
+          for (float v : y_gpu) REQUIRE(v < -1.f);  // padding never wins
+      }
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "NHWC avgpool2d forward and backward match the CPU exactly", "[pool]") {
+  uint64_t seed = 3010;
+  for (const NhwcCase& c : kNhwcAvgCases) {
+    CAPTURE(c.n, c.c, c.h, c.w, c.k, c.stride);
+    const ops::Pool2dShape s = make_nhwc_shape(c);
+    const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
+    const auto x = random_vector(nx, ++seed), dy = random_vector(ny, ++seed), dx0 = random_vector(nx, ++seed);
+
+    std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+    ops::avgpool2d_forward_cpu(s, x.data(), y_cpu.data());
+    ops::avgpool2d_backward_cpu(s, dy.data(), dx_cpu.data());
+
+    Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny});
+    Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, dx0);  // dx starts as garbage
+    settle();
+    ops::avgpool2d_forward_cuda(s, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
+    ops::avgpool2d_backward_cuda(s, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
+    LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);
+    LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "NHWC avgpool2d 16-bit forward and backward match the CPU on 16-bit values exactly",
+                 "[pool]") {
+  for (const DType dt : k16BitTypes) {
+    uint64_t seed = 3510;
+    for (const NhwcCase& c : kNhwcAvgCases) {
+      INFO(dtype_name(dt));
+      CAPTURE(c.n, c.c, c.h, c.w, c.k, c.stride);
+      const ops::Pool2dShape s = make_nhwc_shape(c);
+      const int64_t nx = s.planes * s.h * s.w, ny = s.planes * s.oh * s.ow;
+      const auto x16 = bits_16(dt, random_vector(nx, ++seed)), dy16 = bits_16(dt, random_vector(ny, ++seed));
+      const auto dx0_16 = bits_16(dt, random_vector(nx, ++seed));
+      const auto x = values_16(dt, x16), dy = values_16(dt, dy16);
+
+      std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+      ops::avgpool2d_forward_cpu(s, x.data(), y_cpu.data());
+      ops::avgpool2d_backward_cpu(s, dy.data(), dx_cpu.data());
+
+      Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt);
+      Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
+      settle();
+      ops::avgpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::avgpool2d_backward_16_cuda(dt, s, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), 0.0);
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
+    }
+  }
+}
+
+namespace {
+struct NhwcGlobalCase {
+  int64_t n, c, hw;
+};
+const NhwcGlobalCase kNhwcGlobalCases[] = {{7, 5, 49}, {3, 1, 1}, {2, 2048, 49}, {2, 300, 196}, {2, 3, 3136}};
+}  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "NHWC global average pooling matches the CPU exactly", "[pool]") {
+  uint64_t seed = 4010;
+  for (const NhwcGlobalCase& c : kNhwcGlobalCases) {
+    CAPTURE(c.n, c.c, c.hw);
+    const int64_t nx = c.n * c.hw * c.c, ny = c.n * c.c;
+    const auto x = random_vector(nx, ++seed), dy = random_vector(ny, ++seed);
+    std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+    ops::global_avgpool_nhwc_forward_cpu(c.n, c.c, c.hw, x.data(), y_cpu.data());
+    ops::global_avgpool_nhwc_backward_cpu(c.n, c.c, c.hw, dy.data(), dx_cpu.data());
+
+    Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny});
+    Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, random_vector(nx, 1));  // dx starts as garbage
+    settle();
+    ops::global_avgpool_nhwc_forward_cuda(c.n, c.c, c.hw, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
+    ops::global_avgpool_nhwc_backward_cuda(c.n, c.c, c.hw, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
+    LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);  // the CPU's double sum, in the CPU's order
+    LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);  // dy * (1/hw) in fp32, as on the CPU
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "NHWC global average pooling 16-bit matches the CPU on 16-bit values exactly",
+                 "[pool]") {
+  for (const DType dt : k16BitTypes) {
+    uint64_t seed = 4510;
+    for (const NhwcGlobalCase& c : kNhwcGlobalCases) {
+      INFO(dtype_name(dt));
+      CAPTURE(c.n, c.c, c.hw);
+      const int64_t nx = c.n * c.hw * c.c, ny = c.n * c.c;
+      const auto x16 = bits_16(dt, random_vector(nx, ++seed)), dy16 = bits_16(dt, random_vector(ny, ++seed));
+      const auto x = values_16(dt, x16), dy = values_16(dt, dy16);
+      std::vector<float> y_cpu(static_cast<size_t>(ny)), dx_cpu(static_cast<size_t>(nx));
+      ops::global_avgpool_nhwc_forward_cpu(c.n, c.c, c.hw, x.data(), y_cpu.data());
+      ops::global_avgpool_nhwc_backward_cpu(c.n, c.c, c.hw, dy.data(), dx_cpu.data());
+
+      Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt);
+      Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, bits_16(dt, random_vector(nx, 1)));
+      settle();
+      ops::global_avgpool_nhwc_forward_16_cuda(dt, c.n, c.c, c.hw, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::global_avgpool_nhwc_backward_16_cuda(dt, c.n, c.c, c.hw, dy_.raw_data(), dx_.raw_data(),
+                                                ctx.raw_stream());
+      // The CPU's fp32 value (same double sum, same order), rounded once.
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), 0.0);
+      LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
+    }
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "NHWC pooling (cuda) accepts zero images and rejects partial images", "[pool]") {
+  const cudaStream_t st = ctx.raw_stream();
+  ops::Pool2dShape s = make_nhwc_shape({0, 4, 8, 8, 2, 2, 0});
+  REQUIRE_NOTHROW(ops::maxpool2d_forward_cuda(s, nullptr, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::maxpool2d_backward_cuda(s, nullptr, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::avgpool2d_forward_cuda(s, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::avgpool2d_backward_cuda(s, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_forward_cuda(0, 4, 49, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_backward_cuda(0, 4, 49, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_forward_cuda(3, 0, 49, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_backward_cuda(3, 0, 49, nullptr, nullptr, st));
+  ctx.synchronize();
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  // 7 planes of 2 channels (checked before anything is launched), and no channels.
+  s.planes = 7;
+  s.c = 2;
+  REQUIRE_THROWS(ops::maxpool2d_forward_cuda(s, nullptr, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::maxpool2d_backward_cuda(s, nullptr, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::avgpool2d_forward_cuda(s, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::avgpool2d_backward_cuda(s, nullptr, nullptr, st));
+  s.planes = 4;
+  s.c = 0;
+  REQUIRE_THROWS(ops::maxpool2d_forward_16_cuda(DType::BF16, s, nullptr, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::avgpool2d_backward_16_cuda(DType::F16, s, nullptr, nullptr, st));
+  for (const DType dt : {DType::F32, DType::F64, DType::I32, DType::U8}) {
+    INFO(dtype_name(dt));
+    REQUIRE_THROWS(ops::global_avgpool_nhwc_forward_16_cuda(dt, 0, 4, 49, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::global_avgpool_nhwc_backward_16_cuda(dt, 0, 4, 49, nullptr, nullptr, st));
+  }
+}
+
+// ---- layout transposes (ops/layout_cuda.h) ----
+
+namespace {
+
+struct TransposeCase {
+  int64_t n, c, hw;
+};
+const TransposeCase kTransposeCases[] = {
+    {1, 1, 1},      {2, 3, 5},   {3, 64, 49}, {2, 33, 65},  // partial 32x32 tiles
+    {1, 1, 100},    {4, 100, 1}, {2, 31, 97}, {1, 256, 3136},
+    {70000, 2, 3},  // more items than one grid dimension holds (65535)
+};
+
+// Host transpose of 16-bit patterns, [n, c, hw] -> [n, hw, c] (to_nhwc) or back.
+std::vector<uint16_t> host_transpose_16(int64_t n, int64_t c, int64_t hw, const std::vector<uint16_t>& v,
+                                        bool to_nhwc) {
+  std::vector<uint16_t> r(v.size());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < hw; ++i) {
+        const size_t nchw = static_cast<size_t>((b * c + ch) * hw + i), nhwc = static_cast<size_t>((b * hw + i) * c + ch);
+        if (to_nhwc)
+          r[nhwc] = v[nchw];
+        else
+          r[nchw] = v[nhwc];
+      }
+  return r;
+}
+
+// Arbitrary 16-bit patterns (NaNs, infinities, subnormals and -0 among them).
+std::vector<uint16_t> random_bits_16(int64_t n, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<uint16_t> v(static_cast<size_t>(n));
+  for (uint16_t& b : v) b = static_cast<uint16_t>(gen());
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(GpuFixture, "layout transposes F32 are bitwise the CPU transposes", "[pool]") {
+  uint64_t seed = 6010;
+  for (const TransposeCase& t : kTransposeCases) {
+    CAPTURE(t.n, t.c, t.hw);
+    const int64_t count = t.n * t.c * t.hw;
+    auto src = random_vector(count, ++seed);
+    src[0] = -0.f;  // bit patterns a copy must keep (count >= 1 in every case)
+    if (count >= 4) {
+      src[1] = std::numeric_limits<float>::quiet_NaN();
+      src[2] = -std::numeric_limits<float>::infinity();
+      src[3] = std::numeric_limits<float>::denorm_min();
+    }
+    std::vector<float> to_nhwc_cpu(static_cast<size_t>(count)), to_nchw_cpu(static_cast<size_t>(count));
+    ops::nchw_to_nhwc_cpu(t.n, t.c, t.hw, src.data(), to_nhwc_cpu.data());
+    ops::nhwc_to_nchw_cpu(t.n, t.c, t.hw, src.data(), to_nchw_cpu.data());
+
+    Tensor src_ = upload(Shape{count}, src);
+    Tensor a_ = upload(Shape{count}, random_vector(count, 1)), b_ = upload(Shape{count}, random_vector(count, 2));
+    settle();
+    ops::nchw_to_nhwc_cuda(DType::F32, t.n, t.c, t.hw, src_.raw_data(), a_.raw_data(), ctx.raw_stream());
+    ops::nhwc_to_nchw_cuda(DType::F32, t.n, t.c, t.hw, src_.raw_data(), b_.raw_data(), ctx.raw_stream());
+    REQUIRE(same_bits(download(a_), to_nhwc_cpu));
+    REQUIRE(same_bits(download(b_), to_nchw_cpu));
+    // Round trip on the GPU: nhwc -> nchw of the nhwc copy is the source.
+    ops::nhwc_to_nchw_cuda(DType::F32, t.n, t.c, t.hw, a_.raw_data(), b_.raw_data(), ctx.raw_stream());
+    REQUIRE(same_bits(download(b_), src));
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "layout transposes 16-bit are bitwise a host transpose of the bits", "[pool]") {
+  for (const DType dt : k16BitTypes) {
+    uint64_t seed = 6510;
+    for (const TransposeCase& t : kTransposeCases) {
+      INFO(dtype_name(dt));
+      CAPTURE(t.n, t.c, t.hw);
+      const int64_t count = t.n * t.c * t.hw;
+      const auto src = random_bits_16(count, ++seed);  // any bit pattern: a copy keeps them all
+      Tensor src_ = upload_16(*this, dt, src);
+      Tensor a_ = upload_16(*this, dt, random_bits_16(count, 1)), b_ = upload_16(*this, dt, random_bits_16(count, 2));
+      ops::nchw_to_nhwc_cuda(dt, t.n, t.c, t.hw, src_.raw_data(), a_.raw_data(), ctx.raw_stream());
+      ops::nhwc_to_nchw_cuda(dt, t.n, t.c, t.hw, src_.raw_data(), b_.raw_data(), ctx.raw_stream());
+      REQUIRE(download_16(*this, a_) == host_transpose_16(t.n, t.c, t.hw, src, true));
+      REQUIRE(download_16(*this, b_) == host_transpose_16(t.n, t.c, t.hw, src, false));
+      ops::nhwc_to_nchw_cuda(dt, t.n, t.c, t.hw, a_.raw_data(), b_.raw_data(), ctx.raw_stream());
+      REQUIRE(download_16(*this, b_) == src);
+    }
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "layout transposes accept empty sizes and reject other types", "[pool]") {
+  const cudaStream_t st = ctx.raw_stream();
+  for (const DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    INFO(dtype_name(dt));
+    for (const TransposeCase& t : {TransposeCase{0, 3, 5}, TransposeCase{2, 0, 5}, TransposeCase{2, 3, 0}}) {
+      REQUIRE_NOTHROW(ops::nchw_to_nhwc_cuda(dt, t.n, t.c, t.hw, nullptr, nullptr, st));
+      REQUIRE_NOTHROW(ops::nhwc_to_nchw_cuda(dt, t.n, t.c, t.hw, nullptr, nullptr, st));
+    }
+  }
+  ctx.synchronize();
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  // The type is checked first, so nothing is launched.
+  for (const DType dt : {DType::F64, DType::I32, DType::U8}) {
+    INFO(dtype_name(dt));
+    REQUIRE_THROWS(ops::nchw_to_nhwc_cuda(dt, 0, 3, 5, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::nhwc_to_nchw_cuda(dt, 2, 3, 5, nullptr, nullptr, st));
   }
 }
