@@ -36,6 +36,17 @@ void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const flo
 void conv2d_winograd_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
                                   float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws);
 
+// Channels-last (NHWC, tensor/layout.h) im2col+GEMM path, conv2d_nhwc_cpu.cpp:
+//   x [N, H, W, C]   y, dy [N, OH, OW, OC]   dx [N, H, W, C]
+// w, b, dw, db keep the canonical layouts above ([OC, C, KH, KW], [OC]): the
+// parameters are the same in either layout. Same semantics and arguments as
+// conv2d_forward_cpu / conv2d_backward_cpu (relu, accumulate, nullable b, db, dx);
+// results agree with the NCHW path to fp32 rounding (another summation order).
+void conv2d_nhwc_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y,
+                             bool relu, Workspace& ws);
+void conv2d_nhwc_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
+                              float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws);
+
 // im2col+GEMM path.
 void conv2d_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y, bool relu,
                         Workspace& ws);
