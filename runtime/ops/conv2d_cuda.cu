@@ -16,6 +16,7 @@
 #include "cuda/float16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
+#include "ops/layout_cuda.h"
 #include "ops/relu_mask.cuh"
 
 namespace lockstep::ops {
@@ -51,6 +52,29 @@ __global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool rel
   float v = load(y, i);
   if (b) v += b[plane % oc];
   store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
+}
+
+// NHWC: y[m, c] = relu?(y + b[c]) (b nullable).   y [total / oc, oc]
+template <typename T>
+__global__ void bias_relu_nhwc_kernel(int64_t total, int64_t oc, const float* b, bool relu, T* y) {
+  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
+    float v = load(y, i);
+    if (b) v += b[i % oc];
+    store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
+  }
+}
+
+// NHWC weight gradient: dw[o, c, r] = (accumulate ? dw : 0) + src[o, r, c],
+// widened exactly (T: fp32 or 16-bit).   src [OC, KH*KW, C]   dw [OC, C, KH*KW]
+template <typename T>
+__global__ void weight_grad_from_nhwc_kernel(int64_t oc, int64_t c, int64_t khw, const T* src, float* dw,
+                                             bool accumulate) {
+  const int64_t total = oc * c * khw;
+  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
+    const int64_t o = i / (c * khw), rem = i - o * c * khw, ci = rem / khw, r = rem - ci * khw;
+    const float g = load(src, (o * khw + r) * c + ci);
+    dw[i] = accumulate ? dw[i] + g : g;
+  }
 }
 
 // dw[i] = (accumulate ? dw[i] : 0) + dw16[i], widened exactly.   dw16, dw [n]
@@ -132,6 +156,53 @@ __global__ void bias_grad_finish_kernel(int64_t oc, int64_t splits, const double
   }
 }
 
+// NHWC bias gradient, first pass: dy is [m, OC] (channels contiguous). Block
+// (t, s) takes channels 32t..32t+31 (threadIdx.x: coalesced loads across
+// channels) and slice s of the m rows; threadIdx.y strides over the slice's
+// rows, summing in double (masking dy in place first when `relu`); the
+// kBiasRows lanes are then added in lane order. Fixed order: the same bits on
+// every run. partial [OC][splits], finished by bias_grad_finish_kernel.
+constexpr int kBiasRows = 8;
+template <typename T>
+__global__ void bias_grad_nhwc_partials_kernel(int64_t oc, int64_t m, int64_t splits, const T* __restrict__ y,
+                                               T* __restrict__ dy, bool relu, double* __restrict__ partial) {
+  __shared__ double sh[kBiasRows][32];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
+  const int64_t begin = m * s / splits, end = m * (s + 1) / splits;
+  double acc = 0;
+  if (c < oc) {
+    int64_t r = begin + threadIdx.y;
+    while (r < end) {
+      // kUnroll rows' loads in flight together, then the mask and the sums in row order.
+      float g[kUnroll], yv[kUnroll];
+      bool in[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t row = r + int64_t{u} * kBiasRows;
+        in[u] = row < end;
+        g[u] = in[u] ? load(dy, row * oc + c) : 0.f;
+        yv[u] = relu && in[u] ? load(y, row * oc + c) : 1.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (relu && in[u] && !(yv[u] > 0.f)) {
+          g[u] = 0.f;
+          store(dy, (r + int64_t{u} * kBiasRows) * oc + c, 0.f);
+        }
+        acc += g[u];
+      }
+      r += int64_t{kUnroll} * kBiasRows;
+    }
+  }
+  sh[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < oc) {
+    double total = 0;
+    for (int l = 0; l < kBiasRows; ++l) total += sh[l][threadIdx.x];
+    partial[c * splits + s] = total;
+  }
+}
+
 // ---- algorithm choice ----
 
 bool tensor_op_math(cudnnMathType_t m) {
@@ -200,6 +271,13 @@ const char* data_name(ConvData d) { return d == ConvData::BF16 ? "bf16" : d == C
 struct ReducePlan {
   int64_t m, splits;
 };
+// NHWC: enough slices of at least 256 rows to fill the device.
+ReducePlan bias_grad_nhwc_plan(int64_t oc, int64_t m) {
+  const int64_t tiles = (oc + 31) / 32;
+  const int64_t by_work = std::max<int64_t>(1, m / 256);
+  const int64_t by_grid = std::max<int64_t>(1, 1024 / tiles);
+  return {m, std::min<int64_t>({by_work, by_grid, 65535})};
+}
 ReducePlan bias_grad_plan(int64_t oc, int64_t m) {
   const int64_t by_work = std::max<int64_t>(1, m / (int64_t{kThreads} * kUnroll * 4));
   const int64_t by_grid = std::max<int64_t>(1, 2048 / oc);
@@ -212,9 +290,15 @@ namespace {
 
 // The epilogue after cuDNN's forward: bias and ReLU, in place on y.
 template <typename T>
-void bias_relu(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const float* b, bool relu, T* y,
+void bias_relu(cuda::Context& ctx, Layout layout, int64_t oc, int64_t P, int64_t n, const float* b, bool relu, T* y,
                const std::string& what) {
   if (!b && !relu) return;
+  if (layout == Layout::NHWC) {
+    const int64_t total = n * P * oc;
+    bias_relu_nhwc_kernel<<<blocks_for(total), kThreads, 0, ctx.raw_stream()>>>(total, oc, b, relu, y);
+    LS_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
   const int64_t chunks = (P + threads - 1) / threads;
   const int64_t planes = n * oc;
@@ -227,10 +311,19 @@ void bias_relu(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const float
 // Before cuDNN's backward: the ReLU mask on dy (in place), fused into the
 // bias-gradient pass when there is one.
 template <typename T>
-void mask_and_bias_grad(cuda::Context& ctx, int64_t oc, int64_t P, int64_t n, const T* y, T* dy, float* db,
-                        bool accumulate, bool relu) {
+void mask_and_bias_grad(cuda::Context& ctx, Layout layout, int64_t oc, int64_t P, int64_t n, const T* y, T* dy,
+                        float* db, bool accumulate, bool relu) {
   const cudaStream_t stream = ctx.raw_stream();
-  if (db) {
+  if (db && layout == Layout::NHWC) {
+    const ReducePlan plan = bias_grad_nhwc_plan(oc, n * P);
+    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
+    const dim3 grid(static_cast<unsigned>((oc + 31) / 32), static_cast<unsigned>(plan.splits));
+    bias_grad_nhwc_partials_kernel<<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy, relu,
+                                                                             partial);
+    LS_CUDA_CHECK_LAUNCH();
+    bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);
+    LS_CUDA_CHECK_LAUNCH();
+  } else if (db) {
     const ReducePlan plan = bias_grad_plan(oc, n * P);
     // Partials live in the context workspace only until the finish kernel
     // (stream order): the cuDNN calls after this may reuse the same memory.
@@ -261,6 +354,7 @@ struct Conv2dCuda::Impl {
   int64_t oc = 0;
   ConvGeometry g{};
   ConvData data = ConvData::F32;
+  Layout layout = Layout::NCHW;
   size_t limit = 0;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -301,11 +395,28 @@ struct Conv2dCuda::Impl {
     if (batch == 0) return;
     prepare(ctx, batch);
     const float one = 1.f, zero = 0.f;  // alpha and beta are fp32 for every non-double configuration
-    void* ws = ctx.workspace(algos.forward_bytes);
+    // NHWC: one workspace block, the weight reordered to [OC, KH, KW, C] first, then cuDNN's scratch.
+    const size_t wbytes = weight_scratch_bytes(sizeof(T));
+    char* block = static_cast<char*>(ctx.workspace(wbytes + algos.forward_bytes));
+    void* ws = block + wbytes;
+    if (layout == Layout::NHWC) wp = weight_to_nhwc(ctx, wp, block);
     if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
     LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, x, xp, w, wp, conv, fwd_algo, ws, algos.forward_bytes,
                                            &zero, y, yp));
-    bias_relu(ctx, oc, g.oh * g.ow, batch, b, relu, yp, describe(batch));
+    bias_relu(ctx, layout, oc, g.oh * g.ow, batch, b, relu, yp, describe(batch));
+  }
+
+  // NHWC: bytes of a reordered weight (or its gradient) in elements of `elem`
+  // bytes at the start of a workspace block; NCHW: none.
+  size_t weight_scratch_bytes(size_t elem) const {
+    return layout == Layout::NHWC ? aligned(static_cast<size_t>(oc * g.k()) * elem) : 0;
+  }
+  // The weight [OC, C, KH, KW] at `wp` reordered into [OC, KH, KW, C] at `dst`
+  // (the filter format of an NHWC descriptor); returns dst.
+  const void* weight_to_nhwc(cuda::Context& ctx, const void* wp, void* dst) const {
+    nchw_to_nhwc_cuda(is_16bit(data) ? dtype_16(data) : DType::F32, oc, g.c, g.kh * g.kw, wp, dst,
+                      ctx.raw_stream());
+    return dst;
   }
 
   std::string describe(int64_t batch) const { return ::lockstep::ops::describe(batch, oc, g); }
@@ -318,9 +429,10 @@ struct Conv2dCuda::Impl {
     LS_REQUIRE(fits_int(batch) && fits_int(batch * g.c * g.h * g.w) && fits_int(batch * oc * g.oh * g.ow),
                describe(batch) + ": tensors must hold fewer than 2^31 elements");
     const cudnnDataType_t type = cudnn_type(data);
-    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, static_cast<int>(batch),
+    const cudnnTensorFormat_t format = layout == Layout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, format, type, static_cast<int>(batch),
                                               static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w)));
-    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, static_cast<int>(batch),
+    LS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, type, static_cast<int>(batch),
                                               static_cast<int>(oc), static_cast<int>(g.oh), static_cast<int>(g.ow)));
     int dn = 0, dc = 0, dh = 0, dw = 0;
     LS_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &dn, &dc, &dh, &dw));
@@ -452,7 +564,7 @@ struct Conv2dCuda::Impl {
   }
 };
 
-Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, size_t workspace_limit)
+Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, Layout layout, size_t workspace_limit)
     : impl_(std::make_unique<Impl>()) {
   const std::string what = describe(0, oc, g);
   LS_REQUIRE(oc > 0 && g.c > 0 && g.h > 0 && g.w > 0 && g.kh > 0 && g.kw > 0 && g.stride > 0 && g.pad >= 0,
@@ -467,13 +579,17 @@ Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, size_t 
   m.oc = oc;
   m.g = g;
   m.data = data;
+  m.layout = layout;
   m.limit = workspace_limit;
   // impl_ is complete: if a call below throws, its destructor frees what was made.
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.x));
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.y));
   LS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&m.w));
   LS_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&m.conv));
-  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(m.w, cudnn_type(data), CUDNN_TENSOR_NCHW, static_cast<int>(oc),
+  // NHWC: the filter in [OC, KH, KW, C] (the layer's weight reordered per call), as tensor-core kernels read it.
+  LS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(m.w, cudnn_type(data),
+                                            layout == Layout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                            static_cast<int>(oc),
                                             static_cast<int>(g.c), static_cast<int>(g.kh), static_cast<int>(g.kw)));
   LS_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(m.conv, static_cast<int>(g.pad), static_cast<int>(g.pad),
                                                  static_cast<int>(g.stride), static_cast<int>(g.stride), 1, 1,
@@ -521,10 +637,27 @@ void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const f
     return;
   }
   m.prepare(ctx, n);
-  mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, y, dy, db, accumulate, relu);
+  mask_and_bias_grad(ctx, m.layout, m.oc, m.g.oh * m.g.ow, n, y, dy, db, accumulate, relu);
   const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
-  void* ws = ctx.workspace(bytes);
   const float one = 1.f, zero = 0.f;
+  if (m.layout == Layout::NHWC) {
+    // One workspace block: the weight's gradient (then the weight) in [OC, KH, KW, C], then cuDNN's scratch.
+    const size_t wbytes = m.weight_scratch_bytes(sizeof(float));
+    char* block = static_cast<char*>(ctx.workspace(wbytes + bytes));
+    void* ws = block + wbytes;
+    auto* dwk = reinterpret_cast<float*>(block);
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
+                                                  bytes, &zero, m.w, dwk));
+    const int64_t weights = m.oc * m.g.k();
+    weight_grad_from_nhwc_kernel<float><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(
+        m.oc, m.g.c, m.g.kh * m.g.kw, dwk, dw, accumulate);
+    LS_CUDA_CHECK_LAUNCH();
+    if (dx)
+      LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, m.weight_to_nhwc(ctx, w, block), m.y, dy,
+                                                  m.conv, m.data_algo, ws, bytes, &zero, m.x, dx));
+    return;
+  }
+  void* ws = ctx.workspace(bytes);
   LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
                                                 accumulate ? &one : &zero, m.w, dw));
   if (dx)
@@ -545,8 +678,8 @@ void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const
   m.prepare(ctx, n);
   cuda::dispatch_16bit(dtype_16(m.data), [&](auto tag) {
     using T = decltype(tag);
-    mask_and_bias_grad(ctx, m.oc, m.g.oh * m.g.ow, n, static_cast<const T*>(y), static_cast<T*>(dy), db, accumulate,
-                       relu);
+    mask_and_bias_grad(ctx, m.layout, m.oc, m.g.oh * m.g.ow, n, static_cast<const T*>(y), static_cast<T*>(dy), db,
+                       accumulate, relu);
     // One workspace block: the 16-bit dw first, then cuDNN's scratch.
     const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * sizeof(T));
     const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
@@ -557,11 +690,18 @@ void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const
     LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
     LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
                                                   bytes, &zero, m.w, dw16));
-    widen_grad_kernel<T><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(weights, dw16, dw, accumulate);
+    // NHWC: dw16 is [OC, KH, KW, C]; reordered while widened.
+    if (m.layout == Layout::NHWC)
+      weight_grad_from_nhwc_kernel<T><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(
+          m.oc, m.g.c, m.g.kh * m.g.kw, dw16, dw, accumulate);
+    else
+      widen_grad_kernel<T><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(weights, dw16, dw, accumulate);
     LS_CUDA_CHECK_LAUNCH();
     if (dx) {
+      // NHWC: the weight reordered into dw16's space (free again: the widening kernel ran before, in stream order).
+      const void* wk = m.layout == Layout::NHWC ? m.weight_to_nhwc(ctx, w, dw16) : w;
       LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.data_math));
-      LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
+      LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, wk, m.y, dy, m.conv, m.data_algo, ws, bytes,
                                                   &zero, m.x, dx));
     }
   });

@@ -44,6 +44,15 @@
 // autocast (with fp16 and a loss scale, an overflow there is an inf in dw,
 // which the loss scaler sees). db sums the 16-bit dy in double, as in fp32.
 //
+// Layout (tensor/layout.h): with Layout::NHWC, x, dx are [N, H, W, C] and y,
+// dy [N, OH, OW, OC] in memory (the shapes below stay logical), and the cuDNN
+// descriptors say so; w and dw keep the canonical [OC, C, KH, KW] order, and
+// each call reorders the weight into [OC, KH, KW, C] (the NHWC filter format
+// tensor-core kernels read) and cuDNN's weight gradient back, in a workspace
+// block ahead of cuDNN's scratch (OC*C*KH*KW elements; small next to the
+// activations). The bias epilogue and bias gradient have channels-last
+// kernels (channels contiguous; the gradient in a fixed order, as above).
+//
 // Calls are asynchronous on ctx's stream (its cuDNN handle is bound to it);
 // scratch comes from ctx.workspace(). All pointers are device memory.
 #pragma once
@@ -54,6 +63,7 @@
 
 #include "cuda/context.h"
 #include "ops/im2col.h"
+#include "tensor/layout.h"
 
 namespace lockstep::ops {
 
@@ -67,7 +77,7 @@ class Conv2dCuda {
   // One layer shape: `oc` output channels and geometry `g` (a Conv2dShape's .oc
   // and .g); the batch size is given per call (a Conv2dShape's .n), and the
   // descriptors for a batch size are made on first use.
-  Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data = ConvData::F32,
+  Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data = ConvData::F32, Layout layout = Layout::NCHW,
              size_t workspace_limit = kDefaultWorkspaceLimit);
   ~Conv2dCuda();
   Conv2dCuda(Conv2dCuda&&) noexcept;

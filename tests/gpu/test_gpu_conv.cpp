@@ -1,7 +1,11 @@
 // Conv2d on the GPU (cuDNN) against the CPU im2col op: forward and backward
 // over odd sizes, stride 2, padding, 1x1, 3x3, 5x5 and ResNet's 7x7 stride-2
 // stem, batch 1 and 3, with and without bias, fused ReLU, accumulation and dx;
-// batch-size changes on one object; run-to-run determinism.
+// batch-size changes on one object; run-to-run determinism; and all of it
+// again in channels-last layout (Layout::NHWC: the GPU gets x, y, dy, dx as
+// [N, H, W, C], reordered on the host, and its outputs are reordered back and
+// compared with the same NCHW CPU reference at the same tolerances; the weight
+// stays [OC, C, KH, KW] on both sides).
 //
 // Tolerances (max |gpu - cpu| / max(1, |cpu|)):
 //   forward 5e-5: each output sums C*KH*KW (<= 288) products of values in
@@ -39,6 +43,7 @@
 #include "gpu_test_util.h"
 #include "ops/conv2d.h"
 #include "ops/conv2d_cuda.h"
+#include "tensor/layout.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
@@ -76,6 +81,30 @@ ops::Conv2dShape make_shape(const ConvCase& k) {
   return {k.n, k.oc, ops::ConvGeometry{k.c, k.h, k.w, k.k, k.k, k.stride, k.pad, oh, ow}};
 }
 
+// Host reorders of [n, c, hw] <-> [n, hw, c] for any element type (floats or 16-bit bit patterns).
+template <typename T>
+std::vector<T> reorder(const std::vector<T>& v, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
+  std::vector<T> out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t nchw = (i * c + ch) * hw + p, nhwc = (i * hw + p) * c + ch;
+        out[static_cast<size_t>(to_nhwc ? nhwc : nchw)] = v[static_cast<size_t>(to_nhwc ? nchw : nhwc)];
+      }
+  return out;
+}
+// Activations in `layout` from NCHW (x-shaped: input = true; y-shaped: false), and back.
+template <typename T>
+std::vector<T> to_layout(const std::vector<T>& v, const ops::Conv2dShape& s, bool input, Layout layout) {
+  if (layout == Layout::NCHW) return v;
+  return input ? reorder(v, s.n, s.g.c, s.g.h * s.g.w, true) : reorder(v, s.n, s.oc, s.g.p(), true);
+}
+template <typename T>
+std::vector<T> from_layout(const std::vector<T>& v, const ops::Conv2dShape& s, bool input, Layout layout) {
+  if (layout == Layout::NCHW) return v;
+  return input ? reorder(v, s.n, s.g.c, s.g.h * s.g.w, false) : reorder(v, s.n, s.oc, s.g.p(), false);
+}
+
 struct Sizes {
   int64_t x, w, y;
 };
@@ -85,7 +114,7 @@ Sizes sizes(const ops::Conv2dShape& s) {
 
 // Runs CPU and GPU forward + backward for one configuration and compares.
 void check_case(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s, bool relu, bool bias,
-                bool accumulate, bool with_dx, uint64_t seed) {
+                bool accumulate, bool with_dx, uint64_t seed, Layout layout = Layout::NCHW) {
   const Sizes z = sizes(s);
   const auto x = random_vector(z.x, seed + 1), w = random_vector(z.w, seed + 2), b = random_vector(s.oc, seed + 3),
              dy0 = random_vector(z.y, seed + 4), dw0 = random_vector(z.w, seed + 5),
@@ -98,9 +127,12 @@ void check_case(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s,
   ops::conv2d_backward_cpu(s, x.data(), w.data(), y_cpu.data(), dy_cpu.data(), with_dx ? dx_cpu.data() : nullptr,
                            dw_cpu.data(), bias ? db_cpu.data() : nullptr, accumulate, relu, ws);
 
-  Tensor x_ = f.upload(Shape{z.x}, x), w_ = f.upload(Shape{z.w}, w), b_ = f.upload(Shape{s.oc}, b);
-  Tensor y_ = f.device_zeros(Shape{z.y}), yref_ = f.upload(Shape{z.y}, y_cpu), dy_ = f.upload(Shape{z.y}, dy0);
-  Tensor dw_ = f.upload(Shape{z.w}, dw0), db_ = f.upload(Shape{s.oc}, db0), dx_ = f.upload(Shape{z.x}, dx0);
+  Tensor x_ = f.upload(Shape{z.x}, to_layout(x, s, true, layout)), w_ = f.upload(Shape{z.w}, w),
+         b_ = f.upload(Shape{s.oc}, b);
+  Tensor y_ = f.device_zeros(Shape{z.y}), yref_ = f.upload(Shape{z.y}, to_layout(y_cpu, s, false, layout)),
+         dy_ = f.upload(Shape{z.y}, to_layout(dy0, s, false, layout));
+  Tensor dw_ = f.upload(Shape{z.w}, dw0), db_ = f.upload(Shape{s.oc}, db0),
+         dx_ = f.upload(Shape{z.x}, to_layout(dx0, s, true, layout));
   settle();
   conv.forward(f.ctx, s.n, x_.data<float>(), w_.data<float>(), bias ? b_.data<float>() : nullptr, y_.data<float>(),
                relu);
@@ -108,16 +140,16 @@ void check_case(GpuFixture& f, ops::Conv2dCuda& conv, const ops::Conv2dShape& s,
   conv.backward(f.ctx, s.n, x_.data<float>(), w_.data<float>(), yref_.data<float>(), dy_.data<float>(),
                 with_dx ? dx_.data<float>() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
                 accumulate, relu);
-  LS_REQUIRE_PARITY(f.download(y_), y_cpu, kForwardTol);
-  LS_REQUIRE_PARITY(f.download(dy_), dy_cpu, 0.0);
+  LS_REQUIRE_PARITY(from_layout(f.download(y_), s, false, layout), y_cpu, kForwardTol);
+  LS_REQUIRE_PARITY(from_layout(f.download(dy_), s, false, layout), dy_cpu, 0.0);
   LS_REQUIRE_PARITY(f.download(dw_), dw_cpu, kBackwardTol);
   LS_REQUIRE_PARITY(f.download(db_), db_cpu, kBackwardTol);  // untouched when bias is null
-  LS_REQUIRE_PARITY(f.download(dx_), dx_cpu, kBackwardTol);  // untouched when dx is null
+  LS_REQUIRE_PARITY(from_layout(f.download(dx_), s, true, layout), dx_cpu, kBackwardTol);  // untouched when dx is null
 }
 
 // The same for a 16-bit convolution (dt = BF16 or F16): 16-bit-rounded inputs on both sides.
 void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Conv2dShape& s, bool relu, bool bias,
-                   bool accumulate, bool with_dx, uint64_t seed) {
+                   bool accumulate, bool with_dx, uint64_t seed, Layout layout = Layout::NCHW) {
   const Sizes z = sizes(s);
   const double out_tol = dt == DType::BF16 ? kBf16OutTol : kF16OutTol;
   const double tol = dt == DType::BF16 ? kBf16Tol : kF16Tol;
@@ -135,20 +167,24 @@ void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Co
   ops::conv2d_backward_cpu(s, x.data(), w.data(), y_cpu.data(), dy_cpu.data(), with_dx ? dx_cpu.data() : nullptr,
                            dw_cpu.data(), bias ? db_cpu.data() : nullptr, accumulate, relu, ws);
 
-  Tensor x_ = upload_16(f, dt, x16), w_ = upload_16(f, dt, w16), b_ = f.upload(Shape{s.oc}, b);
-  Tensor y_ = f.device_zeros(Shape{z.y}, dt), yref_ = upload_16(f, dt, bits_16(dt, y_cpu));
-  Tensor dy_ = upload_16(f, dt, dy16), dx_ = upload_16(f, dt, dx016);
+  Tensor x_ = upload_16(f, dt, to_layout(x16, s, true, layout)), w_ = upload_16(f, dt, w16),
+         b_ = f.upload(Shape{s.oc}, b);
+  Tensor y_ = f.device_zeros(Shape{z.y}, dt),
+         yref_ = upload_16(f, dt, to_layout(bits_16(dt, y_cpu), s, false, layout));
+  Tensor dy_ = upload_16(f, dt, to_layout(dy16, s, false, layout)),
+         dx_ = upload_16(f, dt, to_layout(dx016, s, true, layout));
   Tensor dw_ = f.upload(Shape{z.w}, dw0), db_ = f.upload(Shape{s.oc}, db0);
   settle();
   conv.forward_16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
   conv.backward_16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), yref_.raw_data(), dy_.raw_data(),
                    with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
                    accumulate, relu);
-  LS_REQUIRE_PARITY(values_16(dt, download_16(f, y_)), y_cpu, out_tol);
-  LS_REQUIRE_PARITY(values_16(dt, download_16(f, dy_)), dy_cpu, 0.0);
+  LS_REQUIRE_PARITY(values_16(dt, from_layout(download_16(f, y_), s, false, layout)), y_cpu, out_tol);
+  LS_REQUIRE_PARITY(values_16(dt, from_layout(download_16(f, dy_), s, false, layout)), dy_cpu, 0.0);
   LS_REQUIRE_PARITY(f.download(dw_), dw_cpu, tol);
-  LS_REQUIRE_PARITY(f.download(db_), db_cpu, kBackwardTol);                      // untouched when bias is null
-  LS_REQUIRE_PARITY(values_16(dt, download_16(f, dx_)), dx_cpu, dx_tol);   // untouched when dx is null
+  LS_REQUIRE_PARITY(f.download(db_), db_cpu, kBackwardTol);  // untouched when bias is null
+  LS_REQUIRE_PARITY(values_16(dt, from_layout(download_16(f, dx_), s, true, layout)), dx_cpu,
+                    dx_tol);  // untouched when dx is null
 }
 
 }  // namespace
@@ -216,6 +252,37 @@ TEST_CASE_METHOD(GpuFixture, "conv2d forward and backward match the CPU", "[conv
                                       << ", backward filter " << algos.backward_filter);
     CHECK(algos.deterministic);
     CHECK(algos.benchmarked == (search == cuda::ConvSearch::Benchmark));
+  }
+}
+
+TEST_CASE_METHOD(GpuFixture, "conv2d in NHWC matches the CPU in fp32, bf16 and fp16", "[conv]") {
+  for (const cuda::ConvSearch search : kSearches) {
+    ctx.set_conv_search(search);
+    INFO("algorithms by " << search_name(search));
+    uint64_t seed = 7000;
+    for (const ConvCase& k : kCases) {
+      const ops::Conv2dShape s = make_shape(k);
+      CAPTURE(k.n, k.c, k.h, k.w, k.oc, k.k, k.stride, k.pad);
+      ops::Conv2dCuda f32(s.oc, s.g, ops::ConvData::F32, Layout::NHWC);
+      for (int relu = 0; relu < 2; ++relu)
+        for (int bias = 0; bias < 2; ++bias) {
+          CAPTURE(relu, bias);
+          check_case(*this, f32, s, relu, bias, /*accumulate=*/bias == 1, /*with_dx=*/true, seed += 10,
+                     Layout::NHWC);
+        }
+      check_case(*this, f32, s, true, true, false, /*with_dx=*/false, seed += 10, Layout::NHWC);
+      for (const DType dt : {DType::BF16, DType::F16}) {
+        INFO("dtype " << dtype_name(dt));
+        ops::Conv2dCuda c16(s.oc, s.g, dt == DType::BF16 ? ops::ConvData::BF16 : ops::ConvData::F16, Layout::NHWC);
+        for (int relu = 0; relu < 2; ++relu)
+          for (int bias = 0; bias < 2; ++bias) {
+            CAPTURE(relu, bias);
+            check_case_16(*this, dt, c16, s, relu, bias, /*accumulate=*/relu == 1, /*with_dx=*/true, seed += 10,
+                          Layout::NHWC);
+          }
+        check_case_16(*this, dt, c16, s, true, true, false, /*with_dx=*/false, seed += 10, Layout::NHWC);
+      }
+    }
   }
 }
 
