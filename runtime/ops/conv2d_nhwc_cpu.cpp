@@ -55,11 +55,6 @@ int64_t chunk_images(const Conv2dShape& s) {
 // Floats one thread needs for col (none in the pointwise case).
 int64_t col_floats(const Conv2dShape& s, int64_t nb) { return pointwise(s.g) ? 0 : nb * s.g.p() * s.g.k(); }
 
-// Size to ask the Workspace for: it allocates only above a buffer's current
-// numel(), and an unallocated buffer (a rank-0 Tensor) reports 1, so requests
-// of 0 or 1 floats would leave it without storage.
-int64_t ws_floats(int64_t n) { return std::max<int64_t>(n, 2); }
-
 // For output column ox: the window's first input column ix0 = ox*stride - pad,
 // and the kernel columns kj in [lo, hi) whose input column ix0 + kj is inside
 // the image (lo == hi when none is).
@@ -172,9 +167,9 @@ void conv2d_nhwc_forward_cpu(const Conv2dShape& s, const float* x, const float* 
   const ConvGeometry& g = s.g;
   const int64_t nb = chunk_images(s);
   const int threads = compute_threads(s.n, 1);
-  float* wp = ws.shared(ws_floats(s.oc * g.k()));
+  float* wp = ws.shared(s.oc * g.k());
   nchw_to_nhwc_cpu(s.oc, g.c, g.kh * g.kw, w, wp);
-  ws.reserve(threads, ws_floats(col_floats(s, nb)));
+  ws.reserve(threads, col_floats(s, nb));
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     forward_range(s, n0, n1, nb, x, wp, b, y, relu, ws.floats(t));
   });
@@ -185,11 +180,11 @@ void conv2d_nhwc_backward_cpu(const Conv2dShape& s, const float* x, const float*
   const ConvGeometry& g = s.g;
   const int64_t nb = chunk_images(s), K = g.k(), KK = g.kh * g.kw;
   const int threads = compute_threads(s.n, 1);
-  float* wp = ws.shared(ws_floats(s.oc * K));
+  float* wp = ws.shared(s.oc * K);
   nchw_to_nhwc_cpu(s.oc, g.c, KK, w, wp);
   // Per thread: col, then a partial dWp [OC, K] and db [OC].
   const int64_t scratch = col_floats(s, nb), partial = s.oc * K + s.oc;
-  ws.reserve(threads, ws_floats(scratch + partial));
+  ws.reserve(threads, scratch + partial);
   if (s.n <= 0) std::fill_n(ws.floats(0) + scratch, partial, 0.f);  // the region runs no thread
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     float* buf = ws.floats(t);
