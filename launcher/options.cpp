@@ -148,6 +148,8 @@ cxxopts::Options make_options() {
        s(std::to_string(d.loss_scale_window)))
       ("cuda-graph", "GPU: capture the training step (forward, backward, NCCL averaging, update) in a CUDA graph "
        "and replay it each step: one launch instead of one per kernel", cxxopts::value<bool>()->default_value("false"))
+      ("layout", "memory order of 4-D activations: nchw, or nhwc (channels last, as GPU tensor cores read them); "
+       "the same model, weights and checkpoints either way", s(d.layout))
       ("cudnn-benchmark", "GPU: choose each convolution's cuDNN algorithms by timing them (once per layer shape "
        "and batch size, as PyTorch's cudnn.benchmark) instead of by cuDNN's heuristics",
        cxxopts::value<bool>()->default_value("false"))
@@ -428,6 +430,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.loss_scale_window = static_cast<int>(window);
   c.cuda_graph = r["cuda-graph"].as<bool>();
   c.cudnn_benchmark = r["cudnn-benchmark"].as<bool>();
+  c.layout = one_of("layout", str("layout"), {"nchw", "nhwc"});
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,

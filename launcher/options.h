@@ -60,6 +60,7 @@ struct TrainConfig {
   float loss_scale = 65536.f;             // fp16: initial dynamic loss scale (torch GradScaler's default)
   int loss_scale_window = 2000;           // fp16: finite steps before the scale doubles
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
+  std::string layout = "nchw";            // memory order of 4-D activations: nchw or nhwc (tensor/layout.h)
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
   std::string grad_op = "average";  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap

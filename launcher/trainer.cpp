@@ -113,6 +113,7 @@ void Trainer::setup() {
   const models::ModelSpec spec{train_->sample_shape(), train_->num_classes()};
   model_ = models::build_model(c_.model, spec, c_.seed);
   opt_ = make_optimizer(model_->params(), optimizer_config(c_));
+  model_->net().set_layout(*layout_from_name(c_.layout));  // validated by the options
   if (c_.device == "cuda") {  // parameters, gradients, buffers and optimizer state move to the GPU
     dev_ = std::make_unique<DeviceRuntime>(c_, comm_);
     model_->to(dev_->device_allocator());
@@ -240,7 +241,7 @@ void Trainer::start() {
   if (!c_.unknown_env.empty() && comm_.rank() == 0)
     log_->warn("ignored: {} {} set but {} no trainer option (see trainer --help)", fmt::join(c_.unknown_env, ", "),
                c_.unknown_env.size() == 1 ? "is" : "are", c_.unknown_env.size() == 1 ? "names" : "name");
-  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}{}, lr {} ({}{}){}",
+  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}{}, lr {} ({}{}){}{}",
              group_thousands(static_cast<double>(model_->params().numel())),
              static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(),
              c_.decay_bn_bias ? "" : " without decay on biases and batch norm", describe_lr(c_, global_batch_),
@@ -249,7 +250,8 @@ void Trainer::start() {
              : sched_.warmup_start_lr > 0.f
                  ? fmt::format(", {} warmup steps from {}", sched_.warmup_steps, sched_.warmup_start_lr)
                  : fmt::format(", {} warmup steps", sched_.warmup_steps),
-             c_.label_smoothing > 0.f ? fmt::format(", label smoothing {}", c_.label_smoothing) : "");
+             c_.label_smoothing > 0.f ? fmt::format(", label smoothing {}", c_.label_smoothing) : "",
+             c_.layout == "nhwc" ? "; activations channels-last (--layout nhwc)" : "");
   log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS {}",
              micro_batch_, world, world == 1 ? "" : "es",
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",

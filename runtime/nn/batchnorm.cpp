@@ -25,6 +25,11 @@ Shape BatchNorm2d::output_shape(const Shape& in) const {
   return in;
 }
 
+ops::BatchNormShape BatchNorm2d::shape_of(const Tensor& x) const {
+  const int64_t hw = x.size(2) * x.size(3);
+  return layout_ == Layout::NHWC ? ops::BatchNormShape{x.size(0) * hw, c_, 1} : ops::BatchNormShape{x.size(0), c_, hw};
+}
+
 void BatchNorm2d::declare(ParameterStore& store, const std::string& prefix) {
   w_ = store.declare(prefix + "weight", Shape{c_}, /*decay=*/false);
   b_ = store.declare(prefix + "bias", Shape{c_}, /*decay=*/false);
@@ -45,7 +50,7 @@ void BatchNorm2d::init(Rng&) {
 void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
   if (x.device().is_cuda()) return forward_cuda(x, y, ctx);
-  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const ops::BatchNormShape s = shape_of(x);
   const auto C = static_cast<size_t>(c_);
   mean_.resize(C);
   invstd_.resize(C);
@@ -95,7 +100,7 @@ void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx)
 
 void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   if (x.device().is_cuda()) return backward_cuda(x, y, dy, dx, ctx);
-  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const ops::BatchNormShape s = shape_of(x);
   const auto C = static_cast<size_t>(c_);
   sums_.assign(2 * C, 0.0);
   // dy is the caller's scratch gradient buffer: the fused ReLU masks it in place.
@@ -156,7 +161,7 @@ void sum_through_host(StatsReducer& sync, double* dev, int64_t n, std::vector<do
 void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   cuda::Context& gpu = gpu_context(ctx.gpu, "BatchNorm2d");
   const cudaStream_t st = gpu.raw_stream();
-  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const ops::BatchNormShape s = shape_of(x);
   const int64_t C = c_;
   ensure_scratch(dev_f_, 7 * C, DType::F32, x.device(), ctx.gpu, "BatchNorm2d");
   ensure_scratch(dev_d_, 4 * C + 1, DType::F64, x.device(), ctx.gpu, "BatchNorm2d");
@@ -213,7 +218,7 @@ void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor& y, const Tensor& 
   const cudaStream_t st = gpu.raw_stream();
   LS_CHECK(dev_f_.defined() && dev_f_.device() == x.device(), "{}: backward without a forward on the GPU",
            describe());
-  const ops::BatchNormShape s{x.size(0), c_, x.size(2) * x.size(3)};
+  const ops::BatchNormShape s = shape_of(x);
   const int64_t C = c_;
   float* mean = dev_f_.data<float>();
   float *invstd = mean + C, *a = mean + 4 * C, *b = mean + 5 * C, *d = mean + 6 * C;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "ops/batchnorm.h"
 
 namespace lockstep {
 
@@ -30,8 +31,13 @@ class BatchNorm2d final : public Module {
   int64_t forward_flops(const Shape& in) const override { return 2 * in.numel(); }
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }
+  void set_layout(Layout layout) override { layout_ = layout; }
 
  private:
+  // The kernels' view of x: [N, C, H*W] in NCHW; in NHWC [N*H*W, C, 1], which
+  // is the same per-channel computation over the same values in memory order
+  // (the kernels index element (i, c, j) at (i * C + c) * hw + j).
+  ops::BatchNormShape shape_of(const Tensor& x) const;
   // GPU twins of forward/backward: every statistic stays in device memory
   // (dev_f_, dev_d_); only --sync-batchnorm copies its sums to the host for the
   // reduction (one small copy each way per reduction).
@@ -40,6 +46,7 @@ class BatchNorm2d final : public Module {
 
   int64_t c_;
   float eps_, momentum_;
+  Layout layout_ = Layout::NCHW;
   bool relu_ = false;
   Parameter* w_ = nullptr;
   Parameter* b_ = nullptr;

@@ -23,6 +23,13 @@ Tensor& ensure_scratch(Tensor& t, int64_t numel, DType dtype, Device device, cud
 // on the context's stream (asynchronous, ordered with the layers' kernels).
 void copy_same_device(Tensor& dst, const Tensor& src, cuda::Context* gpu, const char* who);
 
+// dst = src reordered from layout `from` to layout `to` (tensor/layout.h).
+// src's shape is the logical [N, C, H, W]; dst has the same numel, dtype and
+// device (any shape). On the CPU fp32 only; on a GPU fp32, bf16 or fp16,
+// queued on the context's stream. from == to is a plain copy. src and dst
+// must not overlap (unless from == to).
+void reorder_layout(const Tensor& src, Layout from, Layout to, Tensor& dst, cuda::Context* gpu, const char* who);
+
 // The context a GPU tensor's layer runs on; throws when the caller gave none.
 cuda::Context& gpu_context(cuda::Context* gpu, const char* who);
 

@@ -12,12 +12,14 @@
 #include "core/hash.h"
 #include "nn/device_util.h"
 #include "ops/elementwise.h"
+#include "ops/layout.h"
 #include "ops/linear.h"
 #include "ops/pool2d.h"
 #ifdef LOCKSTEP_HAVE_CUDA
 #include "cuda/context.h"
 #include "ops/conv2d_cuda.h"
 #include "ops/elementwise_cuda.h"
+#include "ops/layout_cuda.h"
 #include "ops/linear_cuda.h"
 #include "ops/pool2d_cuda.h"
 #endif
@@ -170,13 +172,15 @@ void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const DType dt = x.dtype();
-    if (!gpu_ || !same_geometry(gpu_geometry_, s.g) || gpu_dtype_ != dt) {  // descriptors for a new image size
+    if (!gpu_ || !same_geometry(gpu_geometry_, s.g) || gpu_dtype_ != dt || gpu_layout_ != layout_) {
+      // descriptors for a new image size, type or layout
       const ops::ConvData data = dt == DType::BF16  ? ops::ConvData::BF16
                                  : dt == DType::F16 ? ops::ConvData::F16
                                                     : ops::ConvData::F32;
-      gpu_ = std::make_shared<ops::Conv2dCuda>(out_c_, s.g, data);
+      gpu_ = std::make_shared<ops::Conv2dCuda>(out_c_, s.g, data, layout_);
       gpu_geometry_ = s.g;
       gpu_dtype_ = dt;
+      gpu_layout_ = layout_;
     }
     cuda::Context& gpu = gpu_context(ctx.gpu, "Conv2d");
     if (is_16bit_float(dt))  // mixed precision: 16-bit weight copy, fp32 bias
@@ -187,7 +191,9 @@ void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   }
 #endif
   require_cpu(x, "Conv2d");
-  if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
+  if (layout_ == Layout::NHWC)
+    ops::conv2d_nhwc_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
+  else if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
     ops::conv2d_winograd_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
   else
     ops::conv2d_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
@@ -198,7 +204,8 @@ void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor
   float* db = b_ ? b_->grad.data<float>() : nullptr;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda() && is_16bit_float(x.dtype())) {  // the 16-bit weight of the forward
-    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && gpu_dtype_ == x.dtype() && w16_.defined(),
+    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && gpu_dtype_ == x.dtype() && gpu_layout_ == layout_ &&
+                 w16_.defined(),
              "{}: {} backward without a {} forward on this input", describe(), dtype_name(x.dtype()),
              dtype_name(x.dtype()));
     gpu_->backward_16(gpu_context(ctx.gpu, "Conv2d"), s.n, x.raw_data(), w16_.raw_data(), y.raw_data(),
@@ -210,14 +217,17 @@ void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor
   float* dxp = dx ? dx->data<float>() : nullptr;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
-    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && gpu_dtype_ == DType::F32,
+    LS_CHECK(gpu_ && same_geometry(gpu_geometry_, s.g) && gpu_dtype_ == DType::F32 && gpu_layout_ == layout_,
              "{}: backward without a forward on this input", describe());
     gpu_->backward(gpu_context(ctx.gpu, "Conv2d"), s.n, x.data<float>(), w_->value.data<float>(), y.data<float>(),
                    dy.data<float>(), dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_);
     return;
   }
 #endif
-  if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
+  if (layout_ == Layout::NHWC)
+    ops::conv2d_nhwc_backward_cpu(s, x.data<float>(), w_->value.data<float>(), y.data<float>(), dy.data<float>(), dxp,
+                                  w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);
+  else if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
     ops::conv2d_winograd_backward_cpu(s, x.data<float>(), w_->value.data<float>(), y.data<float>(), dy.data<float>(),
                                       dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);
   else
@@ -244,13 +254,13 @@ Shape Pool2d::output_shape(const Shape& in) const {
 }
 
 namespace {
-ops::Pool2dShape pool_shape(const Shape& x, const Shape& y, int64_t k, int64_t stride, int64_t pad) {
-  return {x[0] * x[1], x[2], x[3], k, stride, y[2], y[3], pad};
+ops::Pool2dShape pool_shape(const Shape& x, const Shape& y, int64_t k, int64_t stride, int64_t pad, Layout layout) {
+  return {x[0] * x[1], x[2], x[3], k, stride, y[2], y[3], pad, layout, x[1]};
 }
 }  // namespace
 
 void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
-  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_);
+  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_, layout_);
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Pool2d").raw_stream();
@@ -280,7 +290,7 @@ void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 
 void Pool2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   if (!dx) return;
-  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_);
+  const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_, layout_);
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Pool2d").raw_stream();
@@ -309,38 +319,51 @@ Shape GlobalAvgPool::output_shape(const Shape& in) const {
 }
 
 void GlobalAvgPool::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+  const int64_t n = x.size(0), c = x.size(1), hw = x.size(2) * x.size(3);
+  const bool nhwc = layout_ == Layout::NHWC;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "GlobalAvgPool").raw_stream();
-    if (is_16bit_float(x.dtype()))
-      ops::global_avgpool_forward_16_cuda(x.dtype(), x.size(0) * x.size(1), x.size(2) * x.size(3), x.raw_data(),
-                                          y.raw_data(), st);
+    if (is_16bit_float(x.dtype()) && nhwc)
+      ops::global_avgpool_nhwc_forward_16_cuda(x.dtype(), n, c, hw, x.raw_data(), y.raw_data(), st);
+    else if (is_16bit_float(x.dtype()))
+      ops::global_avgpool_forward_16_cuda(x.dtype(), n * c, hw, x.raw_data(), y.raw_data(), st);
+    else if (nhwc)
+      ops::global_avgpool_nhwc_forward_cuda(n, c, hw, x.data<float>(), y.data<float>(), st);
     else
-      ops::global_avgpool_forward_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), x.data<float>(),
-                                       y.data<float>(), st);
+      ops::global_avgpool_forward_cuda(n * c, hw, x.data<float>(), y.data<float>(), st);
     return;
   }
 #endif
   require_cpu(x, "GlobalAvgPool");
-  ops::global_avgpool_forward_cpu(x.size(0) * x.size(1), x.size(2) * x.size(3), x.data<float>(), y.data<float>());
+  if (nhwc)
+    ops::global_avgpool_nhwc_forward_cpu(n, c, hw, x.data<float>(), y.data<float>());
+  else
+    ops::global_avgpool_forward_cpu(n * c, hw, x.data<float>(), y.data<float>());
 }
 
 void GlobalAvgPool::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+  if (!dx) return;
+  const int64_t n = x.size(0), c = x.size(1), hw = x.size(2) * x.size(3);
+  const bool nhwc = layout_ == Layout::NHWC;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
-    if (!dx) return;
     const cudaStream_t st = gpu_context(ctx.gpu, "GlobalAvgPool").raw_stream();
-    if (is_16bit_float(x.dtype()))
-      ops::global_avgpool_backward_16_cuda(x.dtype(), x.size(0) * x.size(1), x.size(2) * x.size(3), dy.raw_data(),
-                                           dx->raw_data(), st);
+    if (is_16bit_float(x.dtype()) && nhwc)
+      ops::global_avgpool_nhwc_backward_16_cuda(x.dtype(), n, c, hw, dy.raw_data(), dx->raw_data(), st);
+    else if (is_16bit_float(x.dtype()))
+      ops::global_avgpool_backward_16_cuda(x.dtype(), n * c, hw, dy.raw_data(), dx->raw_data(), st);
+    else if (nhwc)
+      ops::global_avgpool_nhwc_backward_cuda(n, c, hw, dy.data<float>(), dx->data<float>(), st);
     else
-      ops::global_avgpool_backward_cuda(x.size(0) * x.size(1), x.size(2) * x.size(3), dy.data<float>(),
-                                        dx->data<float>(), st);
+      ops::global_avgpool_backward_cuda(n * c, hw, dy.data<float>(), dx->data<float>(), st);
     return;
   }
 #endif
-  if (dx)
-    ops::global_avgpool_backward_cpu(x.size(0) * x.size(1), x.size(2) * x.size(3), dy.data<float>(), dx->data<float>());
+  if (nhwc)
+    ops::global_avgpool_nhwc_backward_cpu(n, c, hw, dy.data<float>(), dx->data<float>());
+  else
+    ops::global_avgpool_backward_cpu(n * c, hw, dy.data<float>(), dx->data<float>());
 }
 
 // ---------------------------------------------------------------- ReLU
@@ -394,21 +417,23 @@ void Dropout::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   ensure_scratch(mask_, x.numel(), DType::U8, x.device(), ctx.gpu, "Dropout");
   const int64_t rows = x.size(0), row_len = x.numel() / std::max<int64_t>(rows, 1);
   const uint64_t key = rng_key(ctx.seed, stream_, static_cast<uint64_t>(ctx.step));
+  // NHWC samples draw by logical element index (the NCHW run's masks, reordered).
+  const int64_t channels_last = layout_ == Layout::NHWC && x.rank() == 4 && x.size(1) > 1 ? x.size(1) : 0;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Dropout").raw_stream();
     const ops::DeviceDropoutKey dk{ctx.seed, stream_, ctx.step_dev};  // a captured step: the key drawn on the device
     if (is_16bit_float(x.dtype()))
       ops::dropout_forward_16_cuda(x.dtype(), rows, row_len, ctx.sample_offset, key, p_, x.raw_data(), y.raw_data(),
-                                   mask_.data<uint8_t>(), st, dk);
+                                   mask_.data<uint8_t>(), st, dk, channels_last);
     else
       ops::dropout_forward_cuda(rows, row_len, ctx.sample_offset, key, p_, x.data<float>(), y.data<float>(),
-                                mask_.data<uint8_t>(), st, dk);
+                                mask_.data<uint8_t>(), st, dk, channels_last);
     return;
   }
 #endif
   ops::dropout_forward_cpu(rows, row_len, ctx.sample_offset, key, p_, x.data<float>(), y.data<float>(),
-                           mask_.data<uint8_t>());
+                           mask_.data<uint8_t>(), channels_last);
 }
 
 void Dropout::backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
@@ -435,6 +460,25 @@ void Dropout::backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor* d
 Shape Flatten::output_shape(const Shape& in) const {
   LS_CHECK(in.rank() >= 1, "Flatten of a scalar");
   return Shape{in[0], in[0] ? in.numel() / in[0] : 0};
+}
+
+// NCHW: a view (y is x reshaped), nothing to do. NHWC: y has its own memory.
+void Flatten::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+  if (layout_ == Layout::NCHW) return;
+  if (x.rank() != 4) {  // nothing to reorder
+    copy_same_device(y, x.reshape(y.shape()), ctx.gpu, "Flatten");
+    return;
+  }
+  reorder_layout(x, Layout::NHWC, Layout::NCHW, y, ctx.gpu, "Flatten");
+}
+
+void Flatten::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
+  if (!dx || layout_ == Layout::NCHW) return;  // NCHW: dx is dy reshaped
+  if (x.rank() != 4) {
+    copy_same_device(*dx, dy.reshape(dx->shape()), ctx.gpu, "Flatten");
+    return;
+  }
+  reorder_layout(dy.reshape(x.shape()), Layout::NCHW, Layout::NHWC, *dx, ctx.gpu, "Flatten");
 }
 
 }  // namespace lockstep

@@ -45,6 +45,7 @@ class Linear final : public Module {
 };
 
 // x [N, C, H, W]   W [OC, C, K, K]   b [OC]   y [N, OC, OH, OW]
+// (activations in the layout set_layout gave; W keeps this order in both)
 class Conv2d final : public Module {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride = 1, int64_t padding = 0,
@@ -60,11 +61,14 @@ class Conv2d final : public Module {
   int64_t forward_flops(const Shape& in) const override;
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }
-  // Forces an algorithm (tests, benchmarks); Auto picks per shape.
+  // Forces an algorithm (tests, benchmarks); Auto picks per shape. NHWC on
+  // the CPU has one algorithm (im2col + GEMM) and ignores it.
   void set_algorithm(ops::ConvAlgo algo) { algo_ = algo; }
+  void set_layout(Layout layout) override { layout_ = layout; }
 
  private:
   int64_t in_c_, out_c_, k_, stride_, pad_;
+  Layout layout_ = Layout::NCHW;
   ops::ConvAlgo algo_ = ops::ConvAlgo::Auto;
   bool bias_;
   bool relu_ = false;  // fused ReLU on the output
@@ -76,6 +80,7 @@ class Conv2d final : public Module {
   std::shared_ptr<ops::Conv2dCuda> gpu_;
   ops::ConvGeometry gpu_geometry_{};
   DType gpu_dtype_ = DType::F32;  // the tensor type gpu_ was made for
+  Layout gpu_layout_ = Layout::NCHW;  // the layout gpu_ was made for
   Tensor w16_;  // 16-bit inputs (mixed precision): the weight rounded to their type by each forward
 };
 
@@ -90,10 +95,12 @@ class Pool2d final : public Module {
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  void set_layout(Layout layout) override { layout_ = layout; }
 
  private:
   PoolKind kind_;
   int64_t k_, stride_, pad_;
+  Layout layout_ = Layout::NCHW;
   Tensor argmax_;  // int32, per output element (max pooling)
 };
 
@@ -104,6 +111,10 @@ class GlobalAvgPool final : public Module {
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  void set_layout(Layout layout) override { layout_ = layout; }
+
+ private:
+  Layout layout_ = Layout::NCHW;
 };
 
 class ReLU final : public Module {
@@ -117,7 +128,8 @@ class ReLU final : public Module {
   bool is_relu() const override { return true; }
 };
 
-// Inverted dropout with masks drawn from (seed, layer, step, global sample index).
+// Inverted dropout with masks drawn from (seed, layer, step, global sample index,
+// logical element index): the same masks in either layout.
 class Dropout final : public Module {
  public:
   explicit Dropout(float p);
@@ -127,22 +139,31 @@ class Dropout final : public Module {
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
   Aliasing aliasing() const override { return Aliasing::InPlace; }
+  void set_layout(Layout layout) override { layout_ = layout; }
 
  private:
   float p_;
+  Layout layout_ = Layout::NCHW;
   uint64_t stream_ = 0;  // from the layer's name, so masks differ between layers
   bool active_ = false;  // last forward dropped anything
   Tensor mask_;          // uint8 per element
 };
 
-// [N, ...] -> [N, prod(...)]; a view, moves no data.
+// [N, ...] -> [N, prod(...)] in logical (C, H, W) order, as PyTorch's flatten:
+// a view that moves no data, except for a 4-D NHWC input, whose elements are
+// reordered into NCHW order (a copy; the gradient is reordered back), so the
+// next layer sees the same features in either layout.
 class Flatten final : public Module {
  public:
   std::string describe() const override { return "Flatten()"; }
   Shape output_shape(const Shape& in) const override;
-  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override {}
-  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override {}
-  Aliasing aliasing() const override { return Aliasing::View; }
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  Aliasing aliasing() const override { return layout_ == Layout::NHWC ? Aliasing::None : Aliasing::View; }
+  void set_layout(Layout layout) override { layout_ = layout; }
+
+ private:
+  Layout layout_ = Layout::NCHW;
 };
 
 }  // namespace lockstep

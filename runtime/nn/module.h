@@ -9,6 +9,7 @@
 
 #include "core/rng.h"
 #include "nn/parameter_store.h"
+#include "tensor/layout.h"
 #include "tensor/tensor.h"
 
 namespace lockstep {
@@ -97,6 +98,11 @@ class Module {
   virtual bool fuse_relu(bool on) { return false; }
   // True when backward() reads y (ReLU does): then the next module may not overwrite it.
   virtual bool backward_reads_output() const { return false; }
+  // The memory order (tensor/layout.h) of the 4-D activations this module
+  // reads and writes; shapes stay logical [N, C, H, W] either way. Sequential::
+  // set_layout tells every module. Modules whose tensors are not 4-D, or that
+  // treat every element alike (ReLU, residual additions), ignore it.
+  virtual void set_layout(Layout layout) { (void)layout; }
   virtual bool has_parameters() const { return false; }
   virtual std::vector<const Parameter*> parameters() const { return {}; }
   // Forward multiply-adds x2 per sample (for throughput reports); 0 if negligible.

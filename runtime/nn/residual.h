@@ -29,6 +29,11 @@ class Residual final : public Module {
   bool has_parameters() const override { return !parameters().empty(); }
   std::vector<const Parameter*> parameters() const override;
   int64_t forward_flops(const Shape& in) const override;
+  // Both chains take the layout; their input is already in it.
+  void set_layout(Layout layout) override {
+    branch_.set_layout(layout, /*convert_input=*/false);
+    shortcut_.set_layout(layout, /*convert_input=*/false);
+  }
 
   Sequential& branch() { return branch_; }
   Sequential& shortcut() { return shortcut_; }

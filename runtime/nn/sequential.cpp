@@ -14,6 +14,7 @@ namespace lockstep {
 
 void Sequential::add(std::unique_ptr<Module> m) {
   LS_CHECK(m != nullptr, "Sequential::add(nullptr)");
+  m->set_layout(layout_);
   layers_.push_back(std::move(m));
   capacity_shape_ = Shape();
 }
@@ -62,6 +63,13 @@ void Sequential::set_compute_dtype(DType dtype) {
            dtype_name(dtype));
   compute_dtype_ = dtype;
   capacity_shape_ = Shape();
+}
+
+void Sequential::set_layout(Layout layout, bool convert_input) {
+  layout_ = layout;
+  convert_input_ = convert_input;
+  for (auto& l : layers_) l->set_layout(layout);
+  capacity_shape_ = Shape();  // aliasing may change (Flatten copies in NHWC)
 }
 
 void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu) {
@@ -138,6 +146,13 @@ const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx)
     caller_input_ = x_in;
 #endif
   }
+  reordered_ = layout_ == Layout::NHWC && convert_input_ && in.rank() == 4;
+  if (reordered_) {
+    ensure_scratch(layout_buf_, capacity_shape_.numel(), dtype, x_in.device(), ctx.gpu, "Sequential");
+    Tensor t = layout_buf_.slice(0, in);
+    reorder_layout(input_, Layout::NCHW, Layout::NHWC, t, ctx.gpu, "Sequential");
+    input_ = t;
+  }
   const Tensor& x = input_;
   const Tensor* cur = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -161,13 +176,21 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
   LS_CHECK(!acts_.empty(), "backward() before forward()");
   LS_CHECK(!caller_grad || caller_grad->shape() == input_.shape(), "input gradient {} does not match the input {}",
            caller_grad->shape().str(), input_.shape().str());
-  // With an input cast, layer 0 writes a 16-bit gradient, widened at the end.
-  Tensor cast_grad;
+  // With an input cast, layer 0's gradient is 16-bit, widened at the end;
+  // with a reorder it is in layout_, reordered back to NCHW first.
+  Tensor cast_grad, layout_grad;
   Tensor* input_grad = caller_grad;
   if (caller_grad && caller_input_.defined()) {
     ensure_scratch(cast_grad_buf_, capacity_shape_.numel(), input_.dtype(), input_.device(), ctx.gpu, "Sequential");
     cast_grad = cast_grad_buf_.slice(0, input_.shape());
     input_grad = &cast_grad;
+  }
+  Tensor* nchw_grad = input_grad;  // where the NCHW gradient goes
+  if (input_grad && reordered_) {
+    ensure_scratch(layout_grad_buf_, capacity_shape_.numel(), input_.dtype(), input_.device(), ctx.gpu,
+                   "Sequential");
+    layout_grad = layout_grad_buf_.slice(0, input_.shape());
+    input_grad = &layout_grad;
   }
   int cur = 0;  // which grad_buf_ holds dy
   Tensor dy = grad_buf_[0].slice(0, shapes_.back());
@@ -199,8 +222,9 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
     }
     dy = dx;
   }
+  if (nchw_grad && reordered_) reorder_layout(layout_grad, Layout::NHWC, Layout::NCHW, *nchw_grad, ctx.gpu, "Sequential");
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (input_grad != caller_grad)
+  if (caller_grad && caller_input_.defined())
     ops::from_16bit_cuda(cast_grad.numel(), cast_grad.dtype(), cast_grad.raw_data(), caller_grad->data<float>(),
                          gpu_context(ctx.gpu, "Sequential").raw_stream());
 #endif

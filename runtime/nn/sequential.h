@@ -80,6 +80,14 @@ class Sequential {
   // is used as it is. Host inputs are never converted (the CPU ops are fp32 only).
   void set_compute_dtype(DType dtype);
   DType compute_dtype() const { return compute_dtype_; }
+  // The memory order of 4-D activations (tensor/layout.h), told to every layer
+  // (shapes stay logical [N, C, H, W]). With NHWC and `convert_input`, a 4-D
+  // input -- always given in NCHW -- is reordered before the first layer (after
+  // the compute-type cast) and its gradient reordered back, so callers see
+  // NCHW either way. A residual block's chains get their input already in the
+  // layout and pass false.
+  void set_layout(Layout layout, bool convert_input = true);
+  Layout layout() const { return layout_; }
   // Effective aliasing per layer after planning (for tests and logs).
   const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }
 
@@ -100,6 +108,10 @@ class Sequential {
   Tensor input_;                     // the current forward's input (not owned; after the cast, ours)
   Tensor caller_input_;              // with a cast: the caller's fp32 input
   Tensor cast_buf_, cast_grad_buf_;  // with a cast: the 16-bit input and its gradient, capacity elements
+  Layout layout_ = Layout::NCHW;
+  bool convert_input_ = true;        // see set_layout
+  bool reordered_ = false;           // the current forward's input was reordered into layout_
+  Tensor layout_buf_, layout_grad_buf_;  // with a reorder: the input and its gradient in layout_, capacity elements
   GradReadyHook hook_;
   LayerObserver observer_;
   bool fusion_ = true;

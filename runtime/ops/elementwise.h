@@ -19,8 +19,12 @@ void add_inplace_cpu(int64_t n, const float* x, float* y);
 // `key`; element e keeps when the top 24 bits of mix32(row key + e * golden) are
 // >= ceil(p * 2^24). So a sample's mask depends only on its global index, never
 // on how a batch is split, and the per-element hash vectorises.
+// channels_last > 0: each row is a channels-last sample, [row_len / channels_last
+// positions, channels_last channels] in memory; the element at (position j,
+// channel c) draws as logical element e = c * positions + j, so an NHWC run
+// drops the same logical elements as an NCHW run (same masks, reordered).
 void dropout_forward_cpu(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
-                         uint8_t* mask);
+                         uint8_t* mask, int64_t channels_last = 0);
 void dropout_backward_cpu(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx);
 
 }  // namespace lockstep::ops

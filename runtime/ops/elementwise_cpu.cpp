@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "ops/dropout_hash.h"
 #include "ops/simd.h"
@@ -54,6 +55,19 @@ LS_SIMD_CLONES void dropout_row(int64_t n, uint32_t row_key, uint32_t threshold,
   }
 }
 
+// A channels-last row [positions, channels]: each element draws as its logical
+// (channels-first) index.
+void dropout_row_channels_last(int64_t n, int64_t channels, uint32_t row_key, uint32_t threshold, float scale,
+                               const float* x, float* y, uint8_t* mask) {
+  const int64_t positions = n / channels;
+  for (int64_t j = 0, e = 0; j < positions; ++j)
+    for (int64_t c = 0; c < channels; ++c, ++e) {
+      const uint32_t keep = dropout_keep(row_key, c * positions + j, threshold);
+      mask[e] = static_cast<uint8_t>(keep);
+      y[e] = x[e] * (static_cast<float>(keep) * scale);
+    }
+}
+
 LS_SIMD_CLONES void dropout_bwd(int64_t b, int64_t e, float scale, const uint8_t* mask, const float* dy, float* dx) {
   for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * (static_cast<float>(mask[i]) * scale);
 }
@@ -76,13 +90,19 @@ void add_inplace_cpu(int64_t n, const float* x, float* y) {
 }
 
 void dropout_forward_cpu(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
-                         uint8_t* mask) {
+                         uint8_t* mask, int64_t channels_last) {
+  LS_CHECK(channels_last >= 0 && (channels_last == 0 || row_len % channels_last == 0),
+           "dropout: rows of {} elements do not split into {} channels", row_len, channels_last);
   const float scale = dropout_scale(p);
   const uint32_t threshold = dropout_threshold(p);
   parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(row_len, 1)), [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r) {
       const uint32_t row_key = dropout_row_key(key, static_cast<uint64_t>(row0 + r));
-      dropout_row(row_len, row_key, threshold, scale, x + r * row_len, y + r * row_len, mask + r * row_len);
+      if (channels_last > 0)
+        dropout_row_channels_last(row_len, channels_last, row_key, threshold, scale, x + r * row_len,
+                                  y + r * row_len, mask + r * row_len);
+      else
+        dropout_row(row_len, row_key, threshold, scale, x + r * row_len, y + r * row_len, mask + r * row_len);
     }
   });
 }

@@ -74,11 +74,16 @@ __global__ void scale_kernel(int64_t n, float alpha, float* x) {
 // the mask does not depend on T.
 template <typename T>
 __global__ void dropout_forward_kernel(int64_t n, int64_t row_len, int64_t row0, uint64_t key, uint32_t threshold,
-                                       float scale, const T* x, T* y, uint8_t* mask, DeviceDropoutKey dk) {
+                                       float scale, const T* x, T* y, uint8_t* mask, DeviceDropoutKey dk,
+                                       int64_t channels_last) {
   if (dk.step) key = dropout_stream_key(dk.seed, dk.stream, static_cast<uint64_t>(*dk.step));
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const int64_t r = i / row_len;
-    const int64_t e = i - r * row_len;
+    int64_t e = i - r * row_len;
+    if (channels_last > 0) {  // (position j, channel c) draws as logical element c * positions + j
+      const int64_t j = e / channels_last;
+      e = (e - j * channels_last) * (row_len / channels_last) + j;
+    }
     const uint32_t row_key = dropout_row_key(key, static_cast<uint64_t>(row0 + r));
     const uint32_t keep = dropout_keep(row_key, e, threshold);
     const float v = load(x, i);
@@ -155,11 +160,13 @@ void launch_add_inplace(int64_t n, const T* x, T* y, cudaStream_t stream) {
 
 template <typename T>
 void launch_dropout_forward(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const T* x, T* y,
-                            uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk) {
+                            uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk, int64_t channels_last) {
+  LS_REQUIRE(channels_last >= 0 && (channels_last == 0 || row_len % channels_last == 0),
+             "dropout (cuda): rows do not split into the given channels");
   if (rows <= 0 || row_len <= 0) return;
   const int64_t n = rows * row_len;
   dropout_forward_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, row_len, row0, key, dropout_threshold(p),
-                                                                     dropout_scale(p), x, y, mask, dk);
+                                                                     dropout_scale(p), x, y, mask, dk, channels_last);
   LS_CUDA_CHECK_LAUNCH();
 }
 
@@ -195,8 +202,8 @@ void scale_cuda(int64_t n, float alpha, float* x, cudaStream_t stream) {
 }
 
 void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
-                          uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk) {
-  launch_dropout_forward(rows, row_len, row0, key, p, x, y, mask, stream, dk);
+                          uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk, int64_t channels_last) {
+  launch_dropout_forward(rows, row_len, row0, key, p, x, y, mask, stream, dk, channels_last);
 }
 
 void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream) {
@@ -235,11 +242,12 @@ void add_inplace_16_cuda(DType dt, int64_t n, const void* x, void* y, cudaStream
 }
 
 void dropout_forward_16_cuda(DType dt, int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p,
-                             const void* x, void* y, uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk) {
+                             const void* x, void* y, uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk,
+                             int64_t channels_last) {
   cuda::dispatch_16bit(dt, [&](auto tag) {
     using T = decltype(tag);
     launch_dropout_forward(rows, row_len, row0, key, p, static_cast<const T*>(x), static_cast<T*>(y), mask, stream,
-                           dk);
+                           dk, channels_last);
   });
 }
 

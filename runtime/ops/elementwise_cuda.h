@@ -41,9 +41,11 @@ void scale_cuda(int64_t n, float alpha, float* x, cudaStream_t stream);
 // sample row0 + r, keep probability 1 - p, kept values scaled by 1 / (1 - p).
 // With dk.step set (a captured CUDA graph) the kernel draws the key itself,
 // rng_key(dk.seed, dk.stream, *dk.step), and `key` is not used.
+// channels_last > 0: rows are channels-last samples, as in dropout_forward_cpu.
 //   x, y [rows, row_len] fp32; mask [rows, row_len] uint8 (1 = kept)
 void dropout_forward_cuda(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
-                          uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk = {});
+                          uint8_t* mask, cudaStream_t stream, const DeviceDropoutKey& dk = {},
+                          int64_t channels_last = 0);
 // dx = dy * mask / (1 - p).                   mask, dy, dx [n]
 void dropout_backward_cuda(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, cudaStream_t stream);
 
@@ -56,7 +58,7 @@ void add_relu_16_cuda(DType dt, int64_t n, const void* a, const void* b, void* y
 void add_inplace_16_cuda(DType dt, int64_t n, const void* x, void* y, cudaStream_t stream);
 void dropout_forward_16_cuda(DType dt, int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p,
                              const void* x, void* y, uint8_t* mask, cudaStream_t stream,
-                             const DeviceDropoutKey& dk = {});
+                             const DeviceDropoutKey& dk = {}, int64_t channels_last = 0);
 void dropout_backward_16_cuda(DType dt, int64_t n, float p, const uint8_t* mask, const void* dy, void* dx,
                               cudaStream_t stream);
 

@@ -47,6 +47,11 @@
 // of the CPU's test accuracy; resnet20 in both) are the end-to-end check.
 // The comparisons are CHECKs: one run reports every figure.
 //
+// Layouts: every case runs with the GPU model in NCHW and in NHWC
+// (Sequential::set_layout; the CPU reference stays NCHW), at the same bounds:
+// the layout changes where values live and the convolutions' and batch norms'
+// summation order, nothing else (dropout draws by logical element index).
+//
 // fp16 runs the same test with dynamic loss scaling in the loop (a LossScaler
 // at scale 1024, read by the loss gradient and by the optimizer's kernels):
 // the parameter gradients are 1024 times the CPU's (a power of two: dividing
@@ -125,13 +130,14 @@ struct ModelPair {
   Tensor x, labels, xg, lg;  // the batch on the host and (fp32) on the GPU
   static constexpr float kScale = 1024.f;
 
-  ModelPair(GpuFixture& fixture, const Case& kase, DType compute) : f(fixture), c(kase) {
+  ModelPair(GpuFixture& fixture, const Case& kase, DType compute, Layout layout) : f(fixture), c(kase) {
     const models::ModelSpec spec{c.sample, c.classes};
     cpu = models::build_model(c.model, spec, 11);
     gpu = models::build_model(c.model, spec, 11);
     gpu->to(f.ctx.allocator());
     REQUIRE(gpu->device().is_cuda());
     gpu->net().set_compute_dtype(compute);
+    gpu->net().set_layout(layout);  // the CPU model stays NCHW: the reference
     OptimizerConfig oc;
     oc.momentum = 0.9f;
     oc.weight_decay = 1e-4f;
@@ -217,11 +223,12 @@ struct ModelPair {
 }  // namespace
 
 TEST_CASE("built-in models: two SGD steps on the GPU match the CPU", "[model]") {
+  for (const Layout layout : {Layout::NCHW, Layout::NHWC})
   for (const Case& c : kCases) {
     const std::string& model = c.model;
-    SECTION(model) {
+    DYNAMIC_SECTION(model << " " << layout_name(layout)) {
       GpuFixture f;
-      ModelPair mp(f, c, DType::F32);
+      ModelPair mp(f, c, DType::F32, layout);
       Model &cpu = *mp.cpu, &gpu = *mp.gpu;
       Optimizer &opt_cpu = *mp.opt_cpu, &opt_gpu = *mp.opt_gpu;
       const double tol = c.batchnorm ? 2e-3 : 1e-4;
@@ -261,17 +268,18 @@ TEST_CASE("built-in models: two SGD steps on the GPU match the CPU", "[model]") 
 }
 
 TEST_CASE("built-in models in bf16 and fp16 on the GPU track the fp32 CPU run", "[model]") {
+  for (const Layout layout : {Layout::NCHW, Layout::NHWC})
   for (const DType dt : {DType::BF16, DType::F16}) {
     for (const Case& c : kCases) {
       const std::string& model = c.model;
-      DYNAMIC_SECTION(model << " " << dtype_name(dt)) {
+      DYNAMIC_SECTION(model << " " << dtype_name(dt) << " " << layout_name(layout)) {
         // A 16-bit device tensor's values as floats.
         auto widen = [dt](GpuFixture& f, const Tensor& t) {
           REQUIRE(t.dtype() == dt);
           return values_16(dt, download_16(f, t));
         };
         GpuFixture f;
-        ModelPair mp(f, c, dt);  // the batch goes up in fp32: the model rounds it to the 16-bit type
+        ModelPair mp(f, c, dt, layout);  // the batch goes up in fp32: the model rounds it to the 16-bit type
         Model &cpu = *mp.cpu, &gpu = *mp.gpu;
         int64_t mallocs_after_first = 0;
 

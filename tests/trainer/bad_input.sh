@@ -269,6 +269,8 @@ row loss-scale-window-zero 2 trainer "--loss-scale-window: 0 must be positive" -
 row cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda" -- $SYN --cuda-graph
 row env-cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda (set by LOCKSTEP_CUDA_GRAPH)" LOCKSTEP_CUDA_GRAPH=1 -- $SYN
 row cudnn-benchmark-on-cpu 2 trainer "--cudnn-benchmark: needs --device cuda" -- $SYN --cudnn-benchmark
+row unknown-layout 2 trainer "--layout: 'NHWC' is not one of nchw, nhwc" -- $SYN --layout NHWC
+row env-layout 2 trainer "LOCKSTEP_LAYOUT=chw: --layout: 'chw' is not one of nchw, nhwc" LOCKSTEP_LAYOUT=chw -- $SYN
 row metrics-dir 2 trainer "--metrics-file: directory $WORK/no/such does not exist" -- --metrics-file "$WORK/no/such/m.jsonl"
 row weights-to-dir 2 trainer "--save-weights: $WORK is a directory" -- $SYN --save-weights "$WORK"
 row timeline-dir 2 trainer "--timeline: directory $WORK/no/such does not exist" -- $SYN --timeline "$WORK/no/such/t.json"

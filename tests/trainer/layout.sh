@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# --layout nhwc from the command line (CPU): the same model, weights and
+# checkpoints in either layout.
+#   1. keras-cnn (convolutions, max pooling, dropout on a 4-D tensor, flatten),
+#      8 steps, and resnet20 (batch norm, residual blocks, global average
+#      pooling), 1 step, from the same seed in NCHW and in NHWC: the trained
+#      weights agree to fp32 rounding (another summation order; dropout draws
+#      the same masks by logical element), and the NHWC run says so in its log.
+#      resnet20 takes one step only: on this synthetic data it amplifies
+#      rounding chaotically (NCHW on 1 vs 2 threads, which only moves GEMM
+#      chunk boundaries: 2e-6 apart after 1 step, 3e-3 after 2, 0.6 after 8;
+#      NHWC vs NCHW: 2e-6, 3e-3, 0.58).
+#   2. a checkpoint written in NCHW at step 4 resumes in NHWC for one step and
+#      ends where the straight NCHW run ends (to rounding): checkpoints do not
+#      record a layout.
+# usage: layout.sh path/to/trainer path/to/compare_weights
+set -euo pipefail
+TRAINER=$1
+CMP=$2
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+COMMON=(--dataset synthetic --synthetic-samples 256 --global-batch-size 32 --threads 1 --progress off --no-eval
+        --seed 4 --lr 0.05)
+
+for run in keras-cnn:8 resnet20:1; do
+  model=${run%:*} steps=${run#*:}
+  for layout in nchw nhwc; do
+    "$TRAINER" --model "$model" "${COMMON[@]}" --epochs 1 --max-steps "$steps" --layout $layout \
+      --save-weights "$WORK/$model-$layout.safetensors" > "$WORK/$model-$layout.log"
+  done
+  grep -q "activations channels-last (--layout nhwc)" "$WORK/$model-nhwc.log" || fail "$model: NHWC not logged"
+  grep -q "channels-last" "$WORK/$model-nchw.log" && fail "$model: NCHW run claims channels-last"
+  echo -n "$model, $steps steps, nchw vs nhwc: "
+  "$CMP" "$WORK/$model-nchw.safetensors" "$WORK/$model-nhwc.safetensors" --rtol 1e-4 || fail "$model: layouts disagree"
+done
+
+# A checkpoint from an NCHW run resumed in NHWC.
+R=(--model resnet20 "${COMMON[@]}" --epochs 1 --checkpoint-dir "$WORK/ck" --checkpoint-every 4)
+"$TRAINER" "${R[@]}" --max-steps 5 --save-weights "$WORK/straight.safetensors" > "$WORK/straight.log"
+rm -rf "$WORK/ck"
+"$TRAINER" "${R[@]}" --max-steps 4 > "$WORK/first.log"
+"$TRAINER" "${R[@]}" --max-steps 5 --resume --layout nhwc --save-weights "$WORK/resumed.safetensors" > "$WORK/resumed.log"
+grep -q "resumed from .*ckpt-000000004" "$WORK/resumed.log" || { cat "$WORK/resumed.log"; fail "did not resume at step 4"; }
+echo -n "resnet20 to step 5: straight nchw vs nchw to step 4, then nhwc: "
+"$CMP" "$WORK/straight.safetensors" "$WORK/resumed.safetensors" --rtol 1e-4 || fail "resumed NHWC run diverged"
+echo "PASS"
