@@ -78,6 +78,8 @@ def main():
     ap.add_argument("--channels", type=int, default=1)
     ap.add_argument("--image-size", type=int, default=28)
     ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--channels-last", action="store_true",
+                    help="model and input in torch.channels_last (NHWC), as lockstep --layout nhwc")
     ap.add_argument("--floor", action="store_true")
     ap.add_argument("--profile", action="store_true",
                     help="after warm-up, print the GPU kernels of one timed window by total time (torch.profiler)")
@@ -90,6 +92,8 @@ def main():
     torch.manual_seed(0)
     model = TorchModel(a.model, in_ch=a.channels, classes=a.classes, hw=a.image_size).cuda()
     model.train()
+    if a.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     # fp16: fused optimizers take GradScaler's inf check on the device (no host
     # sync per step), as lockstep's loss scaling does.
     fused = a.precision == "fp16"
@@ -97,6 +101,8 @@ def main():
            else torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused))
     loss_fn = nn.CrossEntropyLoss()
     x = torch.rand(a.batch_size, a.channels, a.image_size, a.image_size, device="cuda")
+    if a.channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, a.classes, (a.batch_size,), device="cuda")
     fwd = torch.compile(model) if a.compile else model
 
@@ -122,11 +128,12 @@ def main():
         rates.append(a.batch_size / timed(step, a.window))  # timed(): seconds per step
     med = statistics.median(rates)
     mode = "compile" if a.compile else "eager"
-    print(f"torch {torch.__version__} {mode} {a.precision} {a.model} {a.channels}x{a.image_size}x{a.image_size} "
+    layout = "nhwc" if a.channels_last else "nchw"
+    print(f"torch {torch.__version__} {mode} {a.precision} {layout} {a.model} {a.channels}x{a.image_size}x{a.image_size} "
           f"batch {a.batch_size} on {torch.cuda.get_device_name()}: "
           f"median {med:,.0f} img/s over {len(rates)} windows of {a.window} steps")
     print(json.dumps({"impl": "pytorch", "version": torch.__version__, "mode": mode, "precision": a.precision,
-                      "model": a.model, "batch": a.batch_size, "device": torch.cuda.get_device_name(),
+                      "layout": layout, "model": a.model, "batch": a.batch_size, "device": torch.cuda.get_device_name(),
                       "images_per_sec": med}))
 
 

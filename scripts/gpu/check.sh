@@ -155,6 +155,9 @@ step train.lenet.fp16.resume fp16_resume
 step train.lenet.nccl.fp16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --precision fp16 \
                              --metrics-file "$OUT/lenet-nccl1-fp16.jsonl"
 step train.lenet.graph     trainer "${TRAIN[@]}" --device cuda --cuda-graph --metrics-file "$OUT/lenet-cuda-graph.jsonl"
+step train.lenet.nhwc      trainer "${TRAIN[@]}" --device cuda --layout nhwc --metrics-file "$OUT/lenet-cuda-nhwc.jsonl"
+step train.lenet.nhwc.bf16.graph trainer "${TRAIN[@]}" --device cuda --layout nhwc --precision bf16 --cuda-graph \
+                             --metrics-file "$OUT/lenet-cuda-nhwc-bf16-graph.jsonl"
 # --cuda-graph replays the captured step: with SGD the weights must equal the
 # eager run's bit for bit (keras-cnn: dropout keyed by the device step counter;
 # an evaluation in between, after which the step is captured again).
@@ -172,6 +175,8 @@ step train.resnet20.mpi.np2.syncbn mpirun -np 2 trainer --model resnet20 --bench
                              --device cuda --comm mpi --sync-batchnorm --progress off
 step train.resnet20.bf16   trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 --device cuda \
                              --precision bf16 --progress off
+step train.resnet20.nhwc.np2.syncbn mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
+                             --device cuda --comm mpi --sync-batchnorm --layout nhwc --progress off
 step train.resnet20.fp16.mpi.np2 mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
                              --device cuda --comm mpi --precision fp16 --progress off
 # The GPU run must reach the CPU run's test accuracy (within 0.5 points).
@@ -183,7 +188,7 @@ def last(name):
     e = [json.loads(l) for l in open(f"{out}/lenet-{name}.jsonl") if l.strip()]
     return 100 * [x for x in e if x["type"] == "epoch"][-1]["test_acc"]
 runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16", "cuda-fp16", "nccl1-fp16",
-        "fp16-resumed", "cuda-graph")
+        "fp16-resumed", "cuda-graph", "cuda-nhwc", "cuda-nhwc-bf16-graph")
 acc = {n: last(n) for n in runs}
 print("lenet, 3 epochs, test accuracy %:", ", ".join(f"{k} {v:.2f}" for k, v in acc.items()))
 bad = [k for k in runs[1:] if abs(acc[k] - acc["cpu"]) > 0.5]
@@ -229,6 +234,21 @@ step bench.convnet.torch.eager.fp16   host_env "$PY" "$ROOT/scripts/bench/torch_
 step bench.resnet50.lockstep.fp16     bench_lockstep bench-resnet50-fp16 resnet50 128 --precision fp16
 step bench.resnet50.torch.eager.fp16  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                         --channels 3 --image-size 224 --classes 1000 --steps 60 --precision fp16
+# NHWC (--layout nhwc) against PyTorch's channels_last, same models, batches and precisions.
+TORCH_R50=(--model resnet50 --batch-size 128 --channels 3 --image-size 224 --classes 1000 --steps 60)
+step bench.convnet.lockstep.nhwc       bench_lockstep bench-convnet-nhwc convnet 1024 --layout nhwc
+step bench.convnet.torch.eager.nhwc    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
+                                         --channels-last
+step bench.convnet.lockstep.bf16.nhwc  bench_lockstep bench-convnet-bf16-nhwc convnet 1024 --precision bf16 --layout nhwc
+step bench.convnet.lockstep.bf16.nhwc.graph bench_lockstep bench-convnet-bf16-nhwc-graph convnet 1024 --precision bf16 \
+                                         --layout nhwc --cuda-graph
+step bench.convnet.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet \
+                                         --batch-size 1024 --precision bf16 --channels-last
+step bench.resnet50.lockstep.nhwc      bench_lockstep bench-resnet50-nhwc resnet50 128 --layout nhwc
+step bench.resnet50.torch.eager.nhwc   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" --channels-last
+step bench.resnet50.lockstep.bf16.nhwc bench_lockstep bench-resnet50-bf16-nhwc resnet50 128 --precision bf16 --layout nhwc
+step bench.resnet50.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
+                                         --precision bf16 --channels-last
 # ---- profiles (only when CHECK_STEPS names them: CHECK_STEPS='^profile') ----
 # Where a step's GPU time goes, kernel by kernel: Nsight Compute's durations for
 # lockstep (kernel_times.py sums them by name), torch.profiler for PyTorch.
