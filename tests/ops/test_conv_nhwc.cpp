@@ -23,9 +23,12 @@
 #include "core/rng.h"
 #include "ops/conv2d.h"
 #include "ops/layout.h"
+#include "threads_guard.h"
 
 using namespace lockstep;
 using namespace lockstep::ops;
+
+using lockstep::testing::ThreadsGuard;
 
 namespace {
 
@@ -159,18 +162,6 @@ Result run_nchw(const Conv2dShape& s, const Inputs& in, const Options& o, const 
   r.dx = to_nhwc(s.n, g.c, hw, dx);
   return r;
 }
-
-// Sets the compute threads for a scope and restores the previous count.
-class ThreadsGuard {
- public:
-  explicit ThreadsGuard(int threads) : prev_(compute_threads()) { set_compute_threads(threads); }
-  ~ThreadsGuard() { set_compute_threads(prev_); }
-  ThreadsGuard(const ThreadsGuard&) = delete;
-  ThreadsGuard& operator=(const ThreadsGuard&) = delete;
-
- private:
-  int prev_;
-};
 
 void compare(const Case& k, const Options& o, int threads, Workspace& ws, uint64_t seed) {
   INFO(k.name << ": N=" << k.n << " C=" << k.c << " " << k.h << "x" << k.w << " OC=" << k.oc << " kernel "

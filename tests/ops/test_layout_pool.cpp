@@ -26,25 +26,16 @@
 #include "core/error.h"
 #include "ops/layout.h"
 #include "ops/pool2d.h"
+#include "threads_guard.h"
 
 using namespace lockstep;
 using namespace lockstep::ops;
 
+using lockstep::testing::ThreadsGuard;
+
 namespace {
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-// Sets the compute threads for a scope and restores the previous count.
-class ThreadsGuard {
- public:
-  explicit ThreadsGuard(int threads) : prev_(compute_threads()) { set_compute_threads(threads); }
-  ~ThreadsGuard() { set_compute_threads(prev_); }
-  ThreadsGuard(const ThreadsGuard&) = delete;
-  ThreadsGuard& operator=(const ThreadsGuard&) = delete;
-
- private:
-  int prev_;
-};
 
 // [n, c, hw] -> [n, hw, c] and back by plain index loops (the reference
 // mapping), for any element type.
