@@ -213,10 +213,38 @@ __global__ void backward_apply_kernel(int64_t channels, int64_t hw, const T* x, 
   store(dx, i, a[c] * load(dy, i) + b[c] * load(x, i) + d[c]);
 }
 
+// hw == 1 (the channels-last view [N*H*W, C, 1]): one thread per element over
+// a grid-stride loop, channel i % C. The same expressions as the plane kernels.
+template <typename T>
+__global__ void apply_flat_kernel(int64_t total, int64_t channels, const T* x, const float* scale,
+                                  const float* shift, T* y, bool relu) {
+  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
+    const int64_t c = i % channels;
+    const float v = load(x, i) * scale[c] + shift[c];
+    store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
+  }
+}
+
+template <typename T>
+__global__ void backward_apply_flat_kernel(int64_t total, int64_t channels, const T* x, const T* dy, const float* a,
+                                           const float* b, const float* d, T* dx) {
+  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
+    const int64_t c = i % channels;
+    store(dx, i, a[c] * load(dy, i) + b[c] * load(x, i) + d[c]);
+  }
+}
+
 template <typename T>
 void launch_apply(const BatchNormShape& s, const T* x, const float* scale, const float* shift, T* y, bool relu,
                   cudaStream_t stream) {
   if (s.n == 0 || s.hw == 0) return;
+  if (s.hw == 1) {
+    const int64_t total = s.n * s.c;
+    apply_flat_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, stream>>>(total, s.c, x, scale, shift, y,
+                                                                                 relu);
+    LS_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
   apply_kernel<T><<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, scale, shift, y, relu);
   LS_CUDA_CHECK_LAUNCH();
@@ -226,6 +254,13 @@ template <typename T>
 void launch_backward_apply(const BatchNormShape& s, const T* x, const T* dy, const float* a, const float* b,
                            const float* d, T* dx, cudaStream_t stream) {
   if (s.n == 0 || s.hw == 0) return;
+  if (s.hw == 1) {
+    const int64_t total = s.n * s.c;
+    backward_apply_flat_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, stream>>>(total, s.c, x, dy, a, b,
+                                                                                          d, dx);
+    LS_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
   backward_apply_kernel<T><<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, dy, a, b, d, dx);
   LS_CUDA_CHECK_LAUNCH();

@@ -23,6 +23,12 @@
 // this rank suffices: summing over ranks only adds to it); the device kernels
 // cannot throw.
 //
+// Channels-last activations (--layout nhwc) come as the shape {N*H*W, C, 1}:
+// the apply passes then run one thread per element (channel i % C); the
+// reductions keep their plane-wise kernels, which read such a tensor with a
+// stride of C (correct and in the same order as NCHW, but uncoalesced: a
+// channels-across-threads reduction is still to write).
+//
 // Every function queues its work on the given stream (ctx's stream for the
 // reductions) and returns: asynchronous. All pointers are device memory.
 // Reductions: per channel, fixed slices of the M values are summed by separate
