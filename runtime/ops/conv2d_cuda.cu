@@ -1,7 +1,8 @@
 // Conv2d through cuDNN's convolution API: descriptors per layer shape and batch
 // size, algorithm choice by heuristics or by timing (deterministic; fp32 FMA
-// math, or bf16/fp16 on tensor cores), and own kernels for the bias + ReLU epilogue, the ReLU
-// mask, the bias gradient and (16-bit) the widening of dw into fp32.
+// math, or bf16/fp16 on tensor cores), the NHWC weight reorder, and the calls
+// into the own kernels of ops/conv2d_epilogue_cuda.h (bias + ReLU epilogue,
+// ReLU mask, bias gradient, dw widened into fp32).
 #include "ops/conv2d_cuda.h"
 
 #include <cudnn.h>
@@ -13,21 +14,12 @@
 #include <vector>
 
 #include "core/throw.h"
-#include "cuda/float16.cuh"
 #include "cuda/check.h"
-#include "cuda/launch.cuh"
+#include "ops/conv2d_epilogue_cuda.h"
 #include "ops/layout_cuda.h"
-#include "ops/relu_mask.cuh"
 
 namespace lockstep::ops {
 namespace {
-
-using cuda::kThreads;
-using cuda::blocks_for;
-using cuda::load;
-using cuda::store;
-
-constexpr int kUnroll = 4;
 
 std::string describe(int64_t n, int64_t oc, const ConvGeometry& g) {
   return "conv2d (cuda) [" + std::to_string(n) + ", " + std::to_string(g.c) + ", " + std::to_string(g.h) + ", " +
@@ -37,171 +29,6 @@ std::string describe(int64_t n, int64_t oc, const ConvGeometry& g) {
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-// ---- kernels ----
-
-// Kernels are templated on the storage type T (float, bf16 or fp16): loads widen,
-// arithmetic is fp32 (fp64 for sums), stores round once.
-
-// y[n, c, p] = relu?(y + b[c]) (b nullable). Grid [N * OC planes, chunks of P].
-template <typename T>
-__global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool relu, T* y) {
-  const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
-  if (p >= P) return;
-  const int64_t plane = blockIdx.x, i = plane * P + p;
-  float v = load(y, i);
-  if (b) v += b[plane % oc];
-  store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
-}
-
-// NHWC: y[m, c] = relu?(y + b[c]) (b nullable).   y [total / oc, oc]
-template <typename T>
-__global__ void bias_relu_nhwc_kernel(int64_t total, int64_t oc, const float* b, bool relu, T* y) {
-  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
-    float v = load(y, i);
-    if (b) v += b[i % oc];
-    store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
-  }
-}
-
-// NHWC weight gradient: dw[o, c, r] = (accumulate ? dw : 0) + src[o, r, c],
-// widened exactly (T: fp32 or 16-bit).   src [OC, KH*KW, C]   dw [OC, C, KH*KW]
-template <typename T>
-__global__ void weight_grad_from_nhwc_kernel(int64_t oc, int64_t c, int64_t khw, const T* src, float* dw,
-                                             bool accumulate) {
-  const int64_t total = oc * c * khw;
-  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
-    const int64_t o = i / (c * khw), rem = i - o * c * khw, ci = rem / khw, r = rem - ci * khw;
-    const float g = load(src, (o * khw + r) * c + ci);
-    dw[i] = accumulate ? dw[i] + g : g;
-  }
-}
-
-// dw[i] = (accumulate ? dw[i] : 0) + dw16[i], widened exactly.   dw16, dw [n]
-template <typename T>
-__global__ void widen_grad_kernel(int64_t n, const T* dw16, float* dw, bool accumulate) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float g = load(dw16, i);
-    dw[i] = accumulate ? dw[i] + g : g;
-  }
-}
-
-// Bias gradient, two passes as in batchnorm_cuda.cu: block (c, s) sums slice s
-// of channel c's N*P values of dy in double (applying the ReLU mask in place
-// first when `relu`); then each channel's partials are added in slice order.
-// partial [OC][splits]
-template <typename T>
-__global__ void bias_grad_partials_kernel(int64_t oc, int64_t P, int64_t m, int64_t splits, const T* __restrict__ y,
-                                          T* __restrict__ dy, bool relu, double* __restrict__ partial) {
-  __shared__ double sh[kThreads];
-  const int64_t c = blockIdx.x, s = blockIdx.y;
-  const int64_t end = m * (s + 1) / splits;
-  const int64_t step = blockDim.x;
-  int64_t j = m * s / splits + threadIdx.x;
-  int64_t n = j / P, p = j - n * P;
-  const int64_t dn = step / P, dp = step - dn * P;
-  const int64_t plane_stride = oc * P, base = c * P;
-  double acc = 0;
-  while (j < end) {
-    // kUnroll offsets, then all loads, then the mask and the sums: the loads
-    // are in flight together (memory-bound pass); the sum order is unchanged.
-    int64_t off[kUnroll];
-    bool in[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      in[u] = j < end;
-      off[u] = n * plane_stride + base + p;
-      j += step;
-      n += dn;
-      p += dp;
-      if (p >= P) {
-        p -= P;
-        ++n;
-      }
-    }
-    float g[kUnroll], yv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      g[u] = in[u] ? load(dy, off[u]) : 0.f;
-      yv[u] = relu && in[u] ? load(y, off[u]) : 1.f;
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (relu && in[u] && !(yv[u] > 0.f)) {
-        g[u] = 0.f;
-        store(dy, off[u], 0.f);
-      }
-      acc += g[u];
-    }
-  }
-  sh[threadIdx.x] = acc;
-  __syncthreads();
-  for (int width = kThreads / 2; width > 0; width >>= 1) {
-    if (static_cast<int>(threadIdx.x) < width) sh[threadIdx.x] += sh[threadIdx.x + width];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[c * splits + s] = sh[0];
-}
-
-// db[c] = (accumulate ? db[c] : 0) + (float)(sum of the partials in order)
-__global__ void bias_grad_finish_kernel(int64_t oc, int64_t splits, const double* partial, float* db,
-                                        bool accumulate) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < oc; c += stride) {
-    double acc = 0;
-    for (int64_t s = 0; s < splits; ++s) acc += partial[c * splits + s];
-    const auto sum = static_cast<float>(acc);
-    db[c] = accumulate ? db[c] + sum : sum;
-  }
-}
-
-// NHWC bias gradient, first pass: dy is [m, OC] (channels contiguous). Block
-// (t, s) takes channels 32t..32t+31 (threadIdx.x: coalesced loads across
-// channels) and slice s of the m rows; threadIdx.y strides over the slice's
-// rows, summing in double (masking dy in place first when `relu`); the
-// kBiasRows lanes are then added in lane order. Fixed order: the same bits on
-// every run. partial [OC][splits], finished by bias_grad_finish_kernel.
-constexpr int kBiasRows = 8;
-template <typename T>
-__global__ void bias_grad_nhwc_partials_kernel(int64_t oc, int64_t m, int64_t splits, const T* __restrict__ y,
-                                               T* __restrict__ dy, bool relu, double* __restrict__ partial) {
-  __shared__ double sh[kBiasRows][32];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
-  const int64_t begin = m * s / splits, end = m * (s + 1) / splits;
-  double acc = 0;
-  if (c < oc) {
-    int64_t r = begin + threadIdx.y;
-    while (r < end) {
-      // kUnroll rows' loads in flight together, then the mask and the sums in row order.
-      float g[kUnroll], yv[kUnroll];
-      bool in[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t row = r + int64_t{u} * kBiasRows;
-        in[u] = row < end;
-        g[u] = in[u] ? load(dy, row * oc + c) : 0.f;
-        yv[u] = relu && in[u] ? load(y, row * oc + c) : 1.f;
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (relu && in[u] && !(yv[u] > 0.f)) {
-          g[u] = 0.f;
-          store(dy, (r + int64_t{u} * kBiasRows) * oc + c, 0.f);
-        }
-        acc += g[u];
-      }
-      r += int64_t{kUnroll} * kBiasRows;
-    }
-  }
-  sh[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < oc) {
-    double total = 0;
-    for (int l = 0; l < kBiasRows; ++l) total += sh[l][threadIdx.x];
-    partial[c * splits + s] = total;
-  }
-}
 
 // ---- algorithm choice ----
 
@@ -268,75 +95,9 @@ bool is_16bit(ConvData d) { return d != ConvData::F32; }
 DType dtype_16(ConvData d) { return d == ConvData::BF16 ? DType::BF16 : DType::F16; }
 const char* data_name(ConvData d) { return d == ConvData::BF16 ? "bf16" : d == ConvData::F16 ? "fp16" : "fp32"; }
 
-struct ReducePlan {
-  int64_t m, splits;
-};
-// NHWC: enough slices of at least 256 rows to fill the device.
-ReducePlan bias_grad_nhwc_plan(int64_t oc, int64_t m) {
-  const int64_t tiles = (oc + 31) / 32;
-  const int64_t by_work = std::max<int64_t>(1, m / 256);
-  const int64_t by_grid = std::max<int64_t>(1, 1024 / tiles);
-  return {m, std::min<int64_t>({by_work, by_grid, 65535})};
-}
-ReducePlan bias_grad_plan(int64_t oc, int64_t m) {
-  const int64_t by_work = std::max<int64_t>(1, m / (int64_t{kThreads} * kUnroll * 4));
-  const int64_t by_grid = std::max<int64_t>(1, 2048 / oc);
-  return {m, std::min<int64_t>({by_work, by_grid, 65535})};
-}
-
 }  // namespace
 
 namespace {
-
-// The epilogue after cuDNN's forward: bias and ReLU, in place on y.
-template <typename T>
-void bias_relu(cuda::Context& ctx, Layout layout, int64_t oc, int64_t P, int64_t n, const float* b, bool relu, T* y,
-               const std::string& what) {
-  if (!b && !relu) return;
-  if (layout == Layout::NHWC) {
-    const int64_t total = n * P * oc;
-    bias_relu_nhwc_kernel<<<blocks_for(total), kThreads, 0, ctx.raw_stream()>>>(total, oc, b, relu, y);
-    LS_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  const int threads = static_cast<int>(std::clamp<int64_t>((P + 31) / 32 * 32, 32, kThreads));
-  const int64_t chunks = (P + threads - 1) / threads;
-  const int64_t planes = n * oc;
-  LS_REQUIRE(planes <= INT_MAX && chunks <= 65535, what + ": output too large for the bias kernel");
-  const dim3 grid(static_cast<unsigned>(planes), static_cast<unsigned>(chunks));
-  bias_relu_kernel<<<grid, threads, 0, ctx.raw_stream()>>>(oc, P, b, relu, y);
-  LS_CUDA_CHECK_LAUNCH();
-}
-
-// Before cuDNN's backward: the ReLU mask on dy (in place), fused into the
-// bias-gradient pass when there is one.
-template <typename T>
-void mask_and_bias_grad(cuda::Context& ctx, Layout layout, int64_t oc, int64_t P, int64_t n, const T* y, T* dy,
-                        float* db, bool accumulate, bool relu) {
-  const cudaStream_t stream = ctx.raw_stream();
-  if (db && layout == Layout::NHWC) {
-    const ReducePlan plan = bias_grad_nhwc_plan(oc, n * P);
-    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
-    const dim3 grid(static_cast<unsigned>((oc + 31) / 32), static_cast<unsigned>(plan.splits));
-    bias_grad_nhwc_partials_kernel<<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy, relu,
-                                                                             partial);
-    LS_CUDA_CHECK_LAUNCH();
-    bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);
-    LS_CUDA_CHECK_LAUNCH();
-  } else if (db) {
-    const ReducePlan plan = bias_grad_plan(oc, n * P);
-    // Partials live in the context workspace only until the finish kernel
-    // (stream order): the cuDNN calls after this may reuse the same memory.
-    auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
-    const dim3 grid(static_cast<unsigned>(oc), static_cast<unsigned>(plan.splits));
-    bias_grad_partials_kernel<<<grid, kThreads, 0, stream>>>(oc, P, plan.m, plan.splits, y, dy, relu, partial);
-    LS_CUDA_CHECK_LAUNCH();
-    bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);
-    LS_CUDA_CHECK_LAUNCH();
-  } else if (relu) {
-    relu_mask_cuda(n * oc * P, y, dy, stream);
-  }
-}
 
 // Empty batch: the parameter gradients are zero (or unchanged).
 void zero_param_grads(cuda::Context& ctx, int64_t weights, int64_t oc, float* dw, float* db, bool accumulate) {
@@ -388,22 +149,25 @@ struct Conv2dCuda::Impl {
     if (x) cudnnDestroyTensorDescriptor(x);
   }
 
-  // Either precision's forward, after the caller checked the precision (T: y's storage).
-  template <typename T>
-  void forward(cuda::Context& ctx, int64_t batch, const void* xp, const void* wp, const float* b, T* yp, bool relu) {
+  // The activations' element type: fp32, or the 16-bit type of a mixed-precision object.
+  DType dtype() const { return is_16bit(data) ? dtype_16(data) : DType::F32; }
+
+  // Either precision's forward, after the caller checked the precision (x, w, y of dtype()).
+  void forward(cuda::Context& ctx, int64_t batch, const void* xp, const void* wp, const float* b, void* yp,
+               bool relu) {
     LS_REQUIRE(batch >= 0, describe(batch) + ": negative batch size");
     if (batch == 0) return;
     prepare(ctx, batch);
     const float one = 1.f, zero = 0.f;  // alpha and beta are fp32 for every non-double configuration
     // NHWC: one workspace block, the weight reordered to [OC, KH, KW, C] first, then cuDNN's scratch.
-    const size_t wbytes = weight_scratch_bytes(sizeof(T));
+    const size_t wbytes = weight_scratch_bytes(size_of(dtype()));
     char* block = static_cast<char*>(ctx.workspace(wbytes + algos.forward_bytes));
     void* ws = block + wbytes;
     if (layout == Layout::NHWC) wp = weight_to_nhwc(ctx, wp, block);
     if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
     LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, x, xp, w, wp, conv, fwd_algo, ws, algos.forward_bytes,
                                            &zero, y, yp));
-    bias_relu(ctx, layout, oc, g.oh * g.ow, batch, b, relu, yp, describe(batch));
+    conv_bias_relu_cuda(dtype(), layout, batch, oc, g.oh * g.ow, b, relu, yp, ctx.raw_stream());
   }
 
   // NHWC: bytes of a reordered weight (or its gradient) in elements of `elem`
@@ -414,8 +178,7 @@ struct Conv2dCuda::Impl {
   // The weight [OC, C, KH, KW] at `wp` reordered into [OC, KH, KW, C] at `dst`
   // (the filter format of an NHWC descriptor); returns dst.
   const void* weight_to_nhwc(cuda::Context& ctx, const void* wp, void* dst) const {
-    nchw_to_nhwc_cuda(is_16bit(data) ? dtype_16(data) : DType::F32, oc, g.c, g.kh * g.kw, wp, dst,
-                      ctx.raw_stream());
+    nchw_to_nhwc_cuda(dtype(), oc, g.c, g.kh * g.kw, wp, dst, ctx.raw_stream());
     return dst;
   }
 
@@ -621,10 +384,7 @@ void Conv2dCuda::forward(cuda::Context& ctx, int64_t n, const float* x, const fl
 void Conv2dCuda::forward_16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const float* b, void* y,
                             bool relu) {
   LS_REQUIRE(is_16bit(impl_->data), impl_->describe(n) + ": 16-bit forward on an fp32 convolution");
-  cuda::dispatch_16bit(dtype_16(impl_->data), [&](auto tag) {
-    using T = decltype(tag);
-    impl_->forward(ctx, n, x, w, b, static_cast<T*>(y), relu);
-  });
+  impl_->forward(ctx, n, x, w, b, y, relu);
 }
 
 void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const float* w, const float* y, float* dy,
@@ -637,7 +397,7 @@ void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const f
     return;
   }
   m.prepare(ctx, n);
-  mask_and_bias_grad(ctx, m.layout, m.oc, m.g.oh * m.g.ow, n, y, dy, db, accumulate, relu);
+  conv_mask_and_bias_grad_cuda(ctx, DType::F32, m.layout, n, m.oc, m.g.oh * m.g.ow, y, dy, db, accumulate, relu);
   const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
   const float one = 1.f, zero = 0.f;
   if (m.layout == Layout::NHWC) {
@@ -648,10 +408,8 @@ void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const f
     auto* dwk = reinterpret_cast<float*>(block);
     LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
                                                   bytes, &zero, m.w, dwk));
-    const int64_t weights = m.oc * m.g.k();
-    weight_grad_from_nhwc_kernel<float><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(
-        m.oc, m.g.c, m.g.kh * m.g.kw, dwk, dw, accumulate);
-    LS_CUDA_CHECK_LAUNCH();
+    conv_weight_grad_cuda(DType::F32, Layout::NHWC, m.oc, m.g.c, m.g.kh * m.g.kw, dwk, dw, accumulate,
+                          ctx.raw_stream());
     if (dx)
       LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, m.weight_to_nhwc(ctx, w, block), m.y, dy,
                                                   m.conv, m.data_algo, ws, bytes, &zero, m.x, dx));
@@ -676,35 +434,27 @@ void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const
     return;
   }
   m.prepare(ctx, n);
-  cuda::dispatch_16bit(dtype_16(m.data), [&](auto tag) {
-    using T = decltype(tag);
-    mask_and_bias_grad(ctx, m.layout, m.oc, m.g.oh * m.g.ow, n, static_cast<const T*>(y), static_cast<T*>(dy), db,
-                       accumulate, relu);
-    // One workspace block: the 16-bit dw first, then cuDNN's scratch.
-    const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * sizeof(T));
-    const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
-    char* block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
-    auto* dw16 = reinterpret_cast<T*>(block);
-    void* ws = block + dw16_bytes;
-    const float one = 1.f, zero = 0.f;
-    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
-    LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
-                                                  bytes, &zero, m.w, dw16));
-    // NHWC: dw16 is [OC, KH, KW, C]; reordered while widened.
-    if (m.layout == Layout::NHWC)
-      weight_grad_from_nhwc_kernel<T><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(
-          m.oc, m.g.c, m.g.kh * m.g.kw, dw16, dw, accumulate);
-    else
-      widen_grad_kernel<T><<<blocks_for(weights), kThreads, 0, ctx.raw_stream()>>>(weights, dw16, dw, accumulate);
-    LS_CUDA_CHECK_LAUNCH();
-    if (dx) {
-      // NHWC: the weight reordered into dw16's space (free again: the widening kernel ran before, in stream order).
-      const void* wk = m.layout == Layout::NHWC ? m.weight_to_nhwc(ctx, w, dw16) : w;
-      LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.data_math));
-      LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, wk, m.y, dy, m.conv, m.data_algo, ws, bytes,
-                                                  &zero, m.x, dx));
-    }
-  });
+  const DType dt = m.dtype();
+  conv_mask_and_bias_grad_cuda(ctx, dt, m.layout, n, m.oc, m.g.oh * m.g.ow, y, dy, db, accumulate, relu);
+  // One workspace block: the 16-bit dw first, then cuDNN's scratch.
+  const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * size_of(dt));
+  const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
+  char* block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
+  void* dw16 = block;
+  void* ws = block + dw16_bytes;
+  const float one = 1.f, zero = 0.f;
+  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
+  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
+                                                &zero, m.w, dw16));
+  // Widened into dw (NHWC: dw16 is [OC, KH, KW, C], reordered too).
+  conv_weight_grad_cuda(dt, m.layout, m.oc, m.g.c, m.g.kh * m.g.kw, dw16, dw, accumulate, ctx.raw_stream());
+  if (dx) {
+    // NHWC: the weight reordered into dw16's space (free again: the widening kernel ran before, in stream order).
+    const void* wk = m.layout == Layout::NHWC ? m.weight_to_nhwc(ctx, w, dw16) : w;
+    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.data_math));
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, wk, m.y, dy, m.conv, m.data_algo, ws, bytes,
+                                                &zero, m.x, dx));
+  }
 }
 
 }  // namespace lockstep::ops
