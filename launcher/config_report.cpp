@@ -55,6 +55,8 @@ std::string config_json(const TrainConfig& c) {
                       {"loss_scale_window", c.loss_scale_window},
                       {"cuda_graph", c.cuda_graph},
                       {"cudnn_benchmark", c.cudnn_benchmark},
+                      {"cudnn_deterministic", c.cudnn_deterministic},
+                      {"cudnn_workspace_mb", c.cudnn_workspace_mb},
                       {"layout", c.layout}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

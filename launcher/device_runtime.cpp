@@ -35,7 +35,11 @@ struct DeviceRuntime::Impl {
       : mode(resolve_comm(c.comm, comm.local_size())),
         device(cuda::select_device(comm.local_rank(), comm.local_size(), mode == "nccl", "--device cuda")),
         ctx(device), timeout_s(c.collective_timeout_s) {
-    ctx.set_conv_search(c.cudnn_benchmark ? cuda::ConvSearch::Benchmark : cuda::ConvSearch::Heuristic);
+    cuda::ConvPolicy policy;
+    policy.search = c.cudnn_benchmark ? cuda::ConvSearch::Benchmark : cuda::ConvSearch::Heuristic;
+    policy.deterministic = c.cudnn_deterministic;
+    policy.workspace_limit = static_cast<size_t>(c.cudnn_workspace_mb) << 20;
+    ctx.set_conv_policy(policy);
     if (c.precision == "fp16" || c.cuda_graph) {
       LossScaleConfig lc;  // fp16: dynamic; a graph in fp32/bf16: a fixed scale of 1 (the step's scalars only)
       lc.dynamic = c.precision == "fp16";

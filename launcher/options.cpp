@@ -153,6 +153,11 @@ cxxopts::Options make_options() {
       ("cudnn-benchmark", "GPU: choose each convolution's cuDNN algorithms by timing them (once per layer shape "
        "and batch size, as PyTorch's cudnn.benchmark) instead of by cuDNN's heuristics",
        cxxopts::value<bool>()->default_value("false"))
+      ("cudnn-nondeterministic", "GPU: let convolutions use any cuDNN algorithm, also those that sum with atomics "
+       "(as PyTorch does by default): sometimes faster, but results then vary in the last bits from run to run",
+       cxxopts::value<bool>()->default_value("false"))
+      ("cudnn-workspace-mb", "GPU: the most scratch memory one cuDNN convolution call may use (MiB); some fast "
+       "algorithms (FFT) need gigabytes", s(std::to_string(d.cudnn_workspace_mb)))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
@@ -430,6 +435,10 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.loss_scale_window = static_cast<int>(window);
   c.cuda_graph = r["cuda-graph"].as<bool>();
   c.cudnn_benchmark = r["cudnn-benchmark"].as<bool>();
+  c.cudnn_deterministic = !r["cudnn-nondeterministic"].as<bool>();
+  c.cudnn_workspace_mb = positive("cudnn-workspace-mb");
+  LS_CHECK_INPUT(c.cudnn_workspace_mb <= 1048576, "--cudnn-workspace-mb: {} is more than 1048576 (1 TiB)",
+                 c.cudnn_workspace_mb);
   c.layout = one_of("layout", str("layout"), {"nchw", "nhwc"});
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
@@ -483,6 +492,9 @@ void check_combinations(const TrainConfig& c) {
                  "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
   LS_CHECK_INPUT(!c.cuda_graph || c.device == "cuda", "--cuda-graph: needs --device cuda");
   LS_CHECK_INPUT(!c.cudnn_benchmark || c.device == "cuda", "--cudnn-benchmark: needs --device cuda");
+  LS_CHECK_INPUT(c.cudnn_deterministic || c.device == "cuda", "--cudnn-nondeterministic: needs --device cuda");
+  LS_CHECK_INPUT(c.cudnn_workspace_mb == TrainConfig{}.cudnn_workspace_mb || c.device == "cuda",
+                 "--cudnn-workspace-mb: needs --device cuda");
   LS_CHECK_INPUT(!c.cuda_graph || c.comm != "mpi",
                  "--cuda-graph and --comm mpi: a graph cannot hold the host-staged gradient average (use NCCL)");
   LS_CHECK_INPUT(!c.cuda_graph || c.accumulate_steps == 1,

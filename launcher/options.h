@@ -62,6 +62,8 @@ struct TrainConfig {
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
   std::string layout = "nchw";            // memory order of 4-D activations: nchw or nhwc (tensor/layout.h)
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
+  bool cudnn_deterministic = true;        // GPU: deterministic convolution algorithms only (--cudnn-nondeterministic)
+  int64_t cudnn_workspace_mb = 512;       // GPU: most scratch one cuDNN convolution call may use (MiB)
   std::string grad_op = "average";  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)

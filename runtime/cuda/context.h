@@ -20,6 +20,18 @@ namespace lockstep::cuda {
 // cudnn.benchmark): faster steps, but the choice may differ between runs.
 enum class ConvSearch { Heuristic, Benchmark };
 
+// What a convolution may choose. `deterministic`: only algorithms cuDNN marks
+// CUDNN_DETERMINISTIC, unless none fits (off: any, as PyTorch by default,
+// whose backward algorithms may sum with atomics and so vary in the last
+// bits from run to run). `workspace_limit`: the most scratch one cuDNN call
+// may use (some fast algorithms, FFT above all, need gigabytes).
+struct ConvPolicy {
+  static constexpr size_t kDefaultWorkspaceLimit = size_t{512} << 20;
+  ConvSearch search = ConvSearch::Heuristic;
+  bool deterministic = true;
+  size_t workspace_limit = kDefaultWorkspaceLimit;
+};
+
 class Context {
  public:
   explicit Context(int device);  // makes `device` current
@@ -41,10 +53,10 @@ class Context {
 
   void synchronize() const { stream_.synchronize(); }
 
-  // Read by each convolution when it first sees a batch size; set it before
-  // the first step (Heuristic by default).
-  ConvSearch conv_search() const { return conv_search_; }
-  void set_conv_search(ConvSearch s) { conv_search_ = s; }
+  // Read by each convolution when it first sees a batch size (its choice is
+  // then kept for that size); set it before the first step.
+  const ConvPolicy& conv_policy() const { return conv_policy_; }
+  void set_conv_policy(const ConvPolicy& p) { conv_policy_ = p; }
 
  private:
   int device_;
@@ -54,7 +66,7 @@ class Context {
   CudnnHandle cudnn_;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  ConvSearch conv_search_ = ConvSearch::Heuristic;
+  ConvPolicy conv_policy_;
 };
 
 }  // namespace lockstep::cuda

@@ -36,22 +36,31 @@ bool tensor_op_math(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// The first usable entry of a heuristic's list (see the header): first pass
-// deterministic only, second pass any; tensor-op entries only when
-// `tensor_ops` (16-bit). `workspace_size(algo, math, &bytes)` is the matching
+// What pick() accepts: tensor-op entries only when `tensor_ops` (16-bit);
+// scratch at most `limit` bytes; with `deterministic`, a first pass over
+// CUDNN_DETERMINISTIC entries only (cuda::ConvPolicy).
+struct Rules {
+  size_t limit = 0;
+  bool tensor_ops = false;
+  bool deterministic = true;
+};
+
+// The first usable entry of a list (see the header): with rules.deterministic
+// a first pass takes deterministic entries only and a second any, else one
+// pass takes any. `workspace_size(algo, math, &bytes)` is the matching
 // cudnnGet*WorkspaceSize call (16-bit: made with the entry's math type on the
 // descriptor, as cuDNN returns algorithm and math type as a pair); its
 // success also confirms that the algorithm supports this configuration.
 template <typename Perf, typename WorkspaceSize>
-bool pick(const std::vector<Perf>& perf, int returned, size_t limit, bool tensor_ops, WorkspaceSize workspace_size,
+bool pick(const std::vector<Perf>& perf, int returned, const Rules& rules, WorkspaceSize workspace_size,
           Perf& chosen, size_t& bytes) {
-  for (int pass = 0; pass < 2; ++pass)
+  for (int pass = rules.deterministic ? 0 : 1; pass < 2; ++pass)
     for (int i = 0; i < returned; ++i) {
       const Perf& p = perf[static_cast<size_t>(i)];
-      if (p.status != CUDNN_STATUS_SUCCESS || (!tensor_ops && tensor_op_math(p.mathType))) continue;
+      if (p.status != CUDNN_STATUS_SUCCESS || (!rules.tensor_ops && tensor_op_math(p.mathType))) continue;
       if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
       size_t need = 0;
-      if (workspace_size(p.algo, p.mathType, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
+      if (workspace_size(p.algo, p.mathType, &need) != CUDNN_STATUS_SUCCESS || need > rules.limit) continue;
       chosen = p;
       bytes = need;
       return true;
@@ -64,7 +73,7 @@ bool pick(const std::vector<Perf>& perf, int returned, size_t limit, bool tensor
 // is then set), from the heuristic list. find/heuristic(requested, &returned,
 // perf) are the matching cuDNN calls.
 template <typename Perf, typename Find, typename Heuristic, typename WorkspaceSize>
-bool choose_one(int max, bool timed, Find find, Heuristic heuristic, size_t limit, bool tensor_ops,
+bool choose_one(int max, bool timed, Find find, Heuristic heuristic, const Rules& rules,
                 WorkspaceSize workspace_size, Perf& chosen, size_t& bytes, bool& fell_back) {
   std::vector<Perf> perf(static_cast<size_t>(std::max(max, 1)));
   const int requested = static_cast<int>(perf.size());
@@ -75,12 +84,11 @@ bool choose_one(int max, bool timed, Find find, Heuristic heuristic, size_t limi
     // runtime keeps cudaErrorMemoryAllocation as the last error: clear it, or
     // the next launch check would report it.
     (void)cudaGetLastError();
-    if (st == CUDNN_STATUS_SUCCESS && pick(perf, returned, limit, tensor_ops, workspace_size, chosen, bytes))
-      return true;
+    if (st == CUDNN_STATUS_SUCCESS && pick(perf, returned, rules, workspace_size, chosen, bytes)) return true;
     fell_back = true;
   }
   LS_CUDNN_CHECK(heuristic(requested, &returned, perf.data()));
-  return pick(perf, returned, limit, tensor_ops, workspace_size, chosen, bytes);
+  return pick(perf, returned, rules, workspace_size, chosen, bytes);
 }
 
 cudnnDataType_t cudnn_type(ConvData d) {
@@ -116,7 +124,6 @@ struct Conv2dCuda::Impl {
   ConvGeometry g{};
   ConvData data = ConvData::F32;
   Layout layout = Layout::NCHW;
-  size_t limit = 0;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
@@ -232,8 +239,10 @@ struct Conv2dCuda::Impl {
     const cudnnHandle_t handle = ctx.cudnn();
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     LS_CUDA_CHECK(cudaStreamIsCapturing(ctx.raw_stream(), &capture));
-    const bool benchmark = ctx.conv_search() == cuda::ConvSearch::Benchmark;
+    const cuda::ConvPolicy& policy = ctx.conv_policy();
+    const bool benchmark = policy.search == cuda::ConvSearch::Benchmark;
     const bool find = benchmark && capture == cudaStreamCaptureStatusNone;
+    const Rules rules{policy.workspace_limit, is_16bit(data), policy.deterministic};
     // Before each list: 16-bit offers tensor-op algorithms (pick() then sets
     // each candidate's own math type); fp32 keeps FMA math (no TF32).
     const auto math_for_list = [&] {
@@ -257,7 +266,7 @@ struct Conv2dCuda::Impl {
             math_for_list();
             return cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y, req, got, perf);
           },
-          limit, is_16bit(data),
+          rules,
           [&](cudnnConvolutionFwdAlgo_t a, cudnnMathType_t math, size_t* bytes) {
             if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, bytes);
@@ -283,7 +292,7 @@ struct Conv2dCuda::Impl {
             math_for_list();
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w, y, conv, x, req, got, perf);
           },
-          limit, is_16bit(data),
+          rules,
           [&](cudnnConvolutionBwdDataAlgo_t a, cudnnMathType_t math, size_t* bytes) {
             if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, a, bytes);
@@ -309,7 +318,7 @@ struct Conv2dCuda::Impl {
             math_for_list();
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x, y, conv, w, req, got, perf);
           },
-          limit, is_16bit(data),
+          rules,
           [&](cudnnConvolutionBwdFilterAlgo_t a, cudnnMathType_t math, size_t* bytes) {
             if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, a, bytes);
@@ -327,7 +336,7 @@ struct Conv2dCuda::Impl {
   }
 };
 
-Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, Layout layout, size_t workspace_limit)
+Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, Layout layout)
     : impl_(std::make_unique<Impl>()) {
   const std::string what = describe(0, oc, g);
   LS_REQUIRE(oc > 0 && g.c > 0 && g.h > 0 && g.w > 0 && g.kh > 0 && g.kw > 0 && g.stride > 0 && g.pad >= 0,
@@ -343,7 +352,6 @@ Conv2dCuda::Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data, Layout 
   m.g = g;
   m.data = data;
   m.layout = layout;
-  m.limit = workspace_limit;
   // impl_ is complete: if a call below throws, its destructor frees what was made.
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.x));
   LS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m.y));

@@ -26,8 +26,10 @@
 // gradient). From either list the first entry is taken that
 // reports success, is deterministic (CUDNN_DETERMINISTIC: for backward this
 // rules out the atomics-based algorithms), uses no tensor-op math, and whose
-// workspace fits the limit. Only when no deterministic algorithm fits is a
-// non-deterministic one taken (algorithms().deterministic says so). The bias,
+// workspace fits the limit (ctx.conv_policy(): search, limit, and whether
+// determinism is required). Only when no deterministic algorithm fits, or
+// when the policy allows any, is a non-deterministic one taken
+// (algorithms().deterministic says so). The bias,
 // ReLU, ReLU mask and bias gradient are own kernels (the bias gradient sums in
 // double in a fixed order: the same bits on every run).
 //
@@ -72,13 +74,10 @@ enum class ConvData { F32, BF16, F16 };
 
 class Conv2dCuda {
  public:
-  static constexpr size_t kDefaultWorkspaceLimit = size_t{512} << 20;  // per cuDNN call
-
   // One layer shape: `oc` output channels and geometry `g` (a Conv2dShape's .oc
   // and .g); the batch size is given per call (a Conv2dShape's .n), and the
   // descriptors for a batch size are made on first use.
-  Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data = ConvData::F32, Layout layout = Layout::NCHW,
-             size_t workspace_limit = kDefaultWorkspaceLimit);
+  Conv2dCuda(int64_t oc, const ConvGeometry& g, ConvData data = ConvData::F32, Layout layout = Layout::NCHW);
   ~Conv2dCuda();
   Conv2dCuda(Conv2dCuda&&) noexcept;
   Conv2dCuda& operator=(Conv2dCuda&&) noexcept;

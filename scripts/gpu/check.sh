@@ -249,6 +249,16 @@ step bench.resnet50.torch.eager.nhwc   host_env "$PY" "$ROOT/scripts/bench/torch
 step bench.resnet50.lockstep.bf16.nhwc bench_lockstep bench-resnet50-bf16-nhwc resnet50 128 --precision bf16 --layout nhwc
 step bench.resnet50.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
                                          --precision bf16 --channels-last
+# Algorithm choice as PyTorch's: any cuDNN algorithm (atomics allowed) and up to
+# 8 GiB of scratch per call (FFT), against the deterministic 512 MiB default above.
+ANY=(--cudnn-nondeterministic --cudnn-workspace-mb 8192)
+step bench.convnet.lockstep.any        bench_lockstep bench-convnet-any convnet 1024 "${ANY[@]}"
+step bench.convnet.lockstep.bf16.any   bench_lockstep bench-convnet-bf16-any convnet 1024 --precision bf16 "${ANY[@]}"
+step bench.convnet.lockstep.bf16.nhwc.any.graph bench_lockstep bench-convnet-bf16-nhwc-any-graph convnet 1024 \
+                                         --precision bf16 --layout nhwc --cuda-graph "${ANY[@]}"
+step bench.resnet50.lockstep.any       bench_lockstep bench-resnet50-any resnet50 128 "${ANY[@]}"
+step bench.resnet50.lockstep.bf16.nhwc.any bench_lockstep bench-resnet50-bf16-nhwc-any resnet50 128 --precision bf16 \
+                                         --layout nhwc "${ANY[@]}"
 # ---- profiles (only when CHECK_STEPS names them: CHECK_STEPS='^profile') ----
 # Where a step's GPU time goes, kernel by kernel: Nsight Compute's durations for
 # lockstep (kernel_times.py sums them by name), torch.profiler for PyTorch.
@@ -265,6 +275,8 @@ if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
   R50=(--channels 3 --image-size 224 --classes 1000)
   for p in fp32 bf16; do
     step profile.convnet.lockstep.$p  profile_lockstep profile-convnet-$p 3 --model convnet --batch-size 1024 --precision $p
+    step profile.convnet.lockstep.$p.any profile_lockstep profile-convnet-$p-any 3 --model convnet --batch-size 1024 \
+                                        --precision $p "${ANY[@]}"
     step profile.convnet.torch.$p     host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
                                         --precision $p --profile --window 3
     step profile.resnet50.lockstep.$p profile_lockstep profile-resnet50-$p 2 --model resnet50 --batch-size 128 --precision $p

@@ -269,6 +269,10 @@ row loss-scale-window-zero 2 trainer "--loss-scale-window: 0 must be positive" -
 row cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda" -- $SYN --cuda-graph
 row env-cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda (set by LOCKSTEP_CUDA_GRAPH)" LOCKSTEP_CUDA_GRAPH=1 -- $SYN
 row cudnn-benchmark-on-cpu 2 trainer "--cudnn-benchmark: needs --device cuda" -- $SYN --cudnn-benchmark
+row cudnn-nondet-on-cpu 2 trainer "--cudnn-nondeterministic: needs --device cuda" -- $SYN --cudnn-nondeterministic
+row cudnn-workspace-zero 2 trainer "--cudnn-workspace-mb: 0 must be positive" -- $SYN --cudnn-workspace-mb 0
+row cudnn-workspace-huge 2 trainer "--cudnn-workspace-mb: 2000000 is more than 1048576 (1 TiB)" -- $SYN --device cuda --cudnn-workspace-mb 2000000
+row env-cudnn-workspace-on-cpu 2 trainer "--cudnn-workspace-mb: needs --device cuda (set by LOCKSTEP_CUDNN_WORKSPACE_MB)" LOCKSTEP_CUDNN_WORKSPACE_MB=4096 -- $SYN
 row unknown-layout 2 trainer "--layout: 'NHWC' is not one of nchw, nhwc" -- $SYN --layout NHWC
 row env-layout 2 trainer "LOCKSTEP_LAYOUT=chw: --layout: 'chw' is not one of nchw, nhwc" LOCKSTEP_LAYOUT=chw -- $SYN
 row metrics-dir 2 trainer "--metrics-file: directory $WORK/no/such does not exist" -- --metrics-file "$WORK/no/such/m.jsonl"
