@@ -161,6 +161,60 @@ __global__ void channel_finish_kernel(int64_t channels, int64_t splits, int outp
   }
 }
 
+// Channels-last (hw == 1: the view [N*H*W, C, 1], channel c of row j at
+// j * C + c). Grid [ceil(C / 32), splits], blocks of 32 x kRowThreads: thread
+// (tx, ty) sums channel c = 32 * blockIdx.x + tx over rows begin + ty,
+// begin + ty + kRowThreads, ... of its slice in double, so a warp reads 32
+// neighbouring channels of one row (coalesced) where the plane kernel would
+// read one channel with a stride of C. The kRowThreads sums of a channel are
+// then added in ty order: the order depends only on the shape.
+constexpr int kRowThreads = 8;
+
+int64_t reduce_splits_nhwc(int64_t channels, int64_t m) {
+  const int64_t tiles = (channels + 31) / 32;
+  const int64_t by_work = std::max<int64_t>(1, m / (int64_t{kRowThreads} * kUnroll * 4));  // >= 4 sweeps per thread
+  const int64_t by_grid = std::max<int64_t>(1, 2048 / tiles);
+  return std::min<int64_t>({by_work, by_grid, 65535});
+}
+
+template <typename Op>
+__global__ void channel_partials_nhwc_kernel(int64_t channels, int64_t m, int64_t splits, Op op, double* partial) {
+  constexpr int K = Op::kOut;
+  __shared__ double sh[K][kRowThreads][32];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
+  const int64_t end = m * (s + 1) / splits;
+  double acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = 0;
+  if (c < channels) {
+    int64_t j = m * s / splits + threadIdx.y;
+    while (j < end) {
+      int64_t off[kUnroll];
+      bool in[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        in[u] = j < end;
+        off[u] = j * channels + c;
+        j += kRowThreads;
+      }
+      typename Op::V v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (in[u]) v[u] = op.load_at(off[u], c);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (in[u]) op.add(v[u], off[u], acc);
+    }
+  }
+  for (int k = 0; k < K; ++k) sh[k][threadIdx.y][threadIdx.x] = acc[k];
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels)
+    for (int k = 0; k < K; ++k) {
+      double t = 0;
+      for (int r = 0; r < kRowThreads; ++r) t += sh[k][r][threadIdx.x];
+      partial[(k * channels + c) * splits + s] = t;
+    }
+}
+
 template <typename Op>
 void channel_reduce(cuda::Context& ctx, const BatchNormShape& s, const Op& op, double* out0, double* out1) {
   constexpr int K = Op::kOut;
@@ -171,10 +225,16 @@ void channel_reduce(cuda::Context& ctx, const BatchNormShape& s, const Op& op, d
     if (K > 1) LS_CUDA_CHECK(cudaMemsetAsync(out1, 0, static_cast<size_t>(s.c) * sizeof(double), stream));
     return;
   }
-  const int64_t splits = reduce_splits(s.c, m);
+  const bool nhwc = s.hw == 1;
+  const int64_t splits = nhwc ? reduce_splits_nhwc(s.c, m) : reduce_splits(s.c, m);
   auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(K * s.c * splits) * sizeof(double)));
-  const dim3 grid(static_cast<unsigned>(s.c), static_cast<unsigned>(splits));
-  channel_partials_kernel<Op><<<grid, kThreads, 0, stream>>>(s.c, s.hw, m, splits, op, partial);
+  if (nhwc) {
+    const dim3 grid(static_cast<unsigned>((s.c + 31) / 32), static_cast<unsigned>(splits));
+    channel_partials_nhwc_kernel<Op><<<grid, dim3(32, kRowThreads), 0, stream>>>(s.c, m, splits, op, partial);
+  } else {
+    const dim3 grid(static_cast<unsigned>(s.c), static_cast<unsigned>(splits));
+    channel_partials_kernel<Op><<<grid, kThreads, 0, stream>>>(s.c, s.hw, m, splits, op, partial);
+  }
   LS_CUDA_CHECK_LAUNCH();
   channel_finish_kernel<<<blocks_for(s.c * K), kThreads, 0, stream>>>(s.c, splits, K, partial, out0, out1);
   LS_CUDA_CHECK_LAUNCH();

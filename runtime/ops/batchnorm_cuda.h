@@ -23,11 +23,13 @@
 // this rank suffices: summing over ranks only adds to it); the device kernels
 // cannot throw.
 //
-// Channels-last activations (--layout nhwc) come as the shape {N*H*W, C, 1}:
-// the apply passes then run one thread per element (channel i % C); the
-// reductions keep their plane-wise kernels, which read such a tensor with a
-// stride of C (correct and in the same order as NCHW, but uncoalesced: a
-// channels-across-threads reduction is still to write).
+// Channels-last activations (--layout nhwc) come as the shape {N*H*W, C, 1}
+// (hw == 1): the apply passes then run one thread per element (channel
+// i % C), and the reductions put neighbouring channels on neighbouring threads
+// (a warp reads 32 channels of one row), each thread summing its channel over
+// a strided set of rows; slices and their order again depend only on the
+// shape, so the sums are deterministic, and equal to NCHW's up to the order
+// of fp64 additions.
 //
 // Every function queues its work on the given stream (ctx's stream for the
 // reductions) and returns: asynchronous. All pointers are device memory.

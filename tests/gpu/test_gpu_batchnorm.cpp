@@ -136,8 +136,12 @@ std::vector<float> bn_input(const ops::BatchNormShape& s, uint64_t seed) {
   return v;
 }
 
+// hw == 1 is the channels-last view [N*H*W, C, 1] (--layout nhwc), which the
+// reductions handle with their own kernel: C below, at and above one warp's
+// 32 channels, and rows enough for several slices.
 const ops::BatchNormShape kShapes[] = {
-    {1, 3, 49}, {3, 5, 1}, {4, 16, 196}, {2, 64, 3136}, {3, 7, 143}, {8, 3, 12544}, {16, 2, 3136},
+    {1, 3, 49},  {3, 5, 1},    {4, 16, 196}, {2, 64, 3136}, {3, 7, 143},  {8, 3, 12544},
+    {16, 2, 3136}, {21, 37, 1}, {784, 32, 1}, {6272, 256, 1}, {50000, 3, 1},
 };
 
 // The per-channel backward sums (sum dy, sum dy (x - mean)) of the GPU op
