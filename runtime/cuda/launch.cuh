@@ -19,4 +19,16 @@ inline int blocks_for(int64_t n) {
 __device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(blockDim.x) * gridDim.x; }
 
+// i % n along a thread's grid-stride loop (i = first_index(), += grid_stride()),
+// kept by one addition and compare per step: a 64-bit division per element
+// costs more than a 2-byte element's memory traffic. `value` is i % n.
+struct StrideMod {
+  int64_t n, step, value;
+  __device__ StrideMod(int64_t n_) : n(n_), step(grid_stride() % n_), value(first_index() % n_) {}
+  __device__ void advance() {
+    value += step;
+    if (value >= n) value -= n;
+  }
+};
+
 }  // namespace lockstep::cuda

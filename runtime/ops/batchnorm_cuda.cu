@@ -274,13 +274,14 @@ __global__ void backward_apply_kernel(int64_t channels, int64_t hw, const T* x, 
 }
 
 // hw == 1 (the channels-last view [N*H*W, C, 1]): one thread per element over
-// a grid-stride loop, channel i % C. The same expressions as the plane kernels.
+// a grid-stride loop, channel i % C (cuda::StrideMod). The same expressions as
+// the plane kernels.
 template <typename T>
 __global__ void apply_flat_kernel(int64_t total, int64_t channels, const T* x, const float* scale,
                                   const float* shift, T* y, bool relu) {
-  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
-    const int64_t c = i % channels;
-    const float v = load(x, i) * scale[c] + shift[c];
+  cuda::StrideMod c(channels);
+  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride(), c.advance()) {
+    const float v = load(x, i) * scale[c.value] + shift[c.value];
     store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
   }
 }
@@ -288,10 +289,9 @@ __global__ void apply_flat_kernel(int64_t total, int64_t channels, const T* x, c
 template <typename T>
 __global__ void backward_apply_flat_kernel(int64_t total, int64_t channels, const T* x, const T* dy, const float* a,
                                            const float* b, const float* d, T* dx) {
-  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
-    const int64_t c = i % channels;
-    store(dx, i, a[c] * load(dy, i) + b[c] * load(x, i) + d[c]);
-  }
+  cuda::StrideMod c(channels);
+  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride(), c.advance())
+    store(dx, i, a[c.value] * load(dy, i) + b[c.value] * load(x, i) + d[c.value]);
 }
 
 template <typename T>

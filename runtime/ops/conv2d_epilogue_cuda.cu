@@ -40,9 +40,10 @@ __global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool rel
 // NHWC: y[m, c] = relu?(y + b[c]) (b nullable).   y [total / oc, oc]
 template <typename T>
 __global__ void bias_relu_nhwc_kernel(int64_t total, int64_t oc, const float* b, bool relu, T* y) {
-  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
+  cuda::StrideMod c(oc);
+  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride(), c.advance()) {
     float v = load(y, i);
-    if (b) v += b[i % oc];
+    if (b) v += b[c.value];
     store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
   }
 }
