@@ -35,28 +35,30 @@
 // parity, and grow with depth. Each figure's bound is the larger of a fixed
 // one per model and 2x a control measured in the same test: the CPU step
 // again, on the input and parameters moved by a relative uniform(-u, u),
-// u = 2^-8 (bf16) or 2^-11 (fp16), against the plain CPU step (ModelPair::
-// control). The control rounds once where the GPU rounds at every layer as
-// well; on the first H100 run the GPU's differences were 0.8-1.3x what the
-// control gives for the same model (below), hence the factor 2. Fixed bounds:
-// logits and loss 5e-2; the last Linear's weight gradient (no ReLU between
-// it and the loss) 3e-2 (keras-cnn: measured 5.2e-2 at step 1 in bf16, after
-// a step taken from bf16 gradients; bound 0.1), which still catches indexing
-// or transposition errors; every gradient and each step's parameter update
-// (p after - p before) 0.15 for the small nets (convnet's first layer, under
-// 6 ReLU layers: measured 0.21, bound 0.35), 0.8 with batch norm (resnet20:
-// measured 0.56 in bf16, 0.64 in fp16 at step 1).
+// u = 2^-8 (bf16) or 2^-11 (fp16), against the plain CPU step
+// (unit/rounding_control.h). The control rounds once where the GPU rounds at
+// every layer as well; on the first H100 run the GPU's differences were
+// 0.7-1.3x what the control gives for the same model (below), hence the
+// factor 2. Fixed bounds: logits and loss 5e-2; the last Linear's weight
+// gradient (no ReLU between it and the loss) 3e-2 (keras-cnn: measured 5.2e-2
+// at step 1 in bf16, after a step taken from bf16 gradients; bound 0.1), which
+// still catches indexing or transposition errors; every gradient and each
+// step's parameter update (p after - p before) 0.15 for the small nets
+// (convnet's first layer, under 6 ReLU layers: measured 0.21, bound 0.35),
+// 0.8 with batch norm (resnet20: measured 0.56 in bf16, 0.64 in fp16 at step 1).
 //
 // resnet50 is where the control decides: at initialisation its gradients do
 // not survive 16-bit rounding at all, in PyTorch either. The control on the
-// CPU (2-core AMD EPYC, 2026-11-23; the test's models, seeds and batches):
-// bf16 moves resnet50's logits by 0.32, its worst gradient by 1.45 and 156 of
-// its 161 gradients by more than 0.8 (the H100 run: logits 0.34, gradients up
-// to 1.39); fp16 moves the logits by 0.065 (H100: 8.2e-2) and the worst
-// gradient by 0.98. resnet20 in bf16: worst gradient 0.67, convnet 0.19,
-// lenet 0.12. PyTorch's own resnet50 (scripts/bench/rounding_sensitivity.py,
-// PyTorch 1.13 on the CPU, same shapes) agrees: float32 against float64 moves
-// its worst gradient by 2.2e-2 (lockstep GPU vs CPU in fp32: 2.2e-2), a 2^-8
+// CPU (unit [rounding_control], 2-core AMD EPYC, 2026-11-23, this test's
+// models, weights and batch sizes): bf16 moves resnet50's logits by 0.32, its
+// worst gradient by 1.47 and 156 of its 161 gradients by more than 0.8 (the
+// H100 run: logits 0.34, gradients up to 1.39); fp16 moves the logits by 0.065
+// (H100: 8.2e-2) and the worst gradient by 0.88. In bf16 resnet20's worst
+// gradient moves by 0.80 (one of 65 above 0.8; all of them together 0.31),
+// convnet's by 0.22, lenet's by 0.07. PyTorch's own resnet50
+// (scripts/bench/rounding_sensitivity.py, PyTorch 1.13 on the CPU, same
+// shapes) agrees: float32 against float64 moves its worst gradient by 2.2e-2
+// (lockstep GPU vs CPU in fp32: 2.2e-2), a 2^-8
 // perturbation by 1.74 (logits 0.30), 2^-11 by 0.86 (logits 0.06). So for
 // resnet50's 16-bit gradients the comparison shows only that nothing is off by
 // more than rounding explains; its loss, logits and fp32 gradients are the
@@ -86,29 +88,18 @@
 #include <string>
 #include <vector>
 
-#include "core/rng.h"
 #include "cuda/check.h"
 #include "gpu_test_util.h"
 #include "nn/loss.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
 #include "registry.h"
+#include "rounding_control.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
 
 namespace {
-
-double rel_l2(const std::vector<float>& gpu, const std::vector<float>& cpu) {
-  REQUIRE(gpu.size() == cpu.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const double d = static_cast<double>(gpu[i]) - cpu[i];
-    num += d * d;
-    den += static_cast<double>(cpu[i]) * cpu[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
 
 #define CHECK_CLOSE(what, gpu, cpu, tol)                                                   \
   do {                                                                                       \
@@ -191,7 +182,7 @@ struct ModelPair {
   };
   Result train_pass(int step) {
     const float scale = 1.f / static_cast<float>(c.batch);
-    const auto [zc, sc] = cpu_pass(*cpu, x, step);
+    const auto [zc, sc] = cpu_train_pass(*cpu, x, labels, step);
 
     const Tensor& zg = gpu->net().forward(xg, ForwardContext{true, 1, step, 0, nullptr, &f.ctx});
     LossAccumulator lgpu;
@@ -203,42 +194,10 @@ struct ModelPair {
     return {zc, zg, sc, lgpu.read()};
   }
 
-  // Forward, loss and backward of a host model on host batch `in`.
-  std::pair<const Tensor&, LossStats> cpu_pass(Model& m, const Tensor& in, int step) const {
-    const Tensor& z = m.net().forward(in, ForwardContext{true, 1, step, 0});
-    LossAccumulator acc;
-    acc.add(z, labels);
-    Tensor dz = m.net().output_grad();
-    softmax_cross_entropy_backward(z, labels, 1.f / static_cast<float>(c.batch), dz);
-    m.net().backward(BackwardContext{});
-    return {z, acc.read()};
-  }
-
-  // The control of the 16-bit bounds (header): the CPU step on the CPU
-  // model's current parameters and the batch, each value moved by a relative
-  // uniform(-u, u), against the CPU step as train_pass took it (call after
-  // train_pass, before the step; zc, sc: its CPU logits and loss). Relative
-  // L2 per compared figure.
-  struct Control {
-    double logits = 0, loss = 0, all_grads = 0;
-    std::vector<double> grads;  // per parameter
-  };
-  Control control(float u, int step, const std::vector<float>& zc, const LossStats& sc) const {
-    auto m = models::build_model(c.model, spec(), kSeed);
-    Rng rng(1234 + static_cast<uint64_t>(step));
-    const auto moved = [&](float v) { return v + v * rng.uniform(-u, u); };
-    m->params().values().copy_from(cpu->params().values());
-    for (float& v : m->params().values().span<float>()) v = moved(v);
-    Tensor xp = Tensor::zeros(x.shape());
-    for (int64_t i = 0; i < x.numel(); ++i) xp.data<float>()[i] = moved(x.data<float>()[i]);
-    const auto [z, s] = cpu_pass(*m, xp, step);
-    Control out;
-    out.logits = rel_l2(z.to_vector(), zc);
-    out.loss = rel_l2({static_cast<float>(s.loss_sum)}, {static_cast<float>(sc.loss_sum)});
-    out.all_grads = rel_l2(m->params().grads().to_vector(), cpu->params().grads().to_vector());
-    for (size_t i = 0; i < cpu->params().params().size(); ++i)
-      out.grads.push_back(rel_l2(m->params().params()[i].grad.to_vector(), cpu->params().params()[i].grad.to_vector()));
-    return out;
+  // The control of the 16-bit bounds (header; unit/rounding_control.h): call
+  // after train_pass, before the step; zc, sc: its CPU logits and loss.
+  RoundingControl control(float u, int step, const std::vector<float>& zc, const LossStats& sc) const {
+    return rounding_control(c.model, spec(), *cpu, x, labels, step, u, zc, sc);
   }
 
   // One SGD step at `lr` on both (fp16: the loss-scale check and rule first).
@@ -354,7 +313,7 @@ TEST_CASE("built-in models in bf16 and fp16 on the GPU track the fp32 CPU run", 
           const std::vector<float> before_gpu = f.download(gpu.params().values());
           const auto [zc, zg, sc, sg] = mp.train_pass(step);
           REQUIRE(zg.dtype() == dt);  // and its gradient (train_pass checks)
-          const ModelPair::Control ctl = mp.control(u, step, zc.to_vector(), sc);
+          const RoundingControl ctl = mp.control(u, step, zc.to_vector(), sc);
           control_logits = ctl.logits;
           INFO("control, the CPU step on input and parameters moved by up to " << u << " relative: logits "
                                                                                << ctl.logits << ", loss " << ctl.loss
