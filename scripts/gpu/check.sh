@@ -18,7 +18,8 @@
 # --resume); and the
 # benchmarks: convnet at batch 1024 and resnet50 at 224x224, batch 128, against
 # PyTorch (eager and torch.compile, scripts/bench/torch_gpu.py), plus the floor
-# (matmul TFLOP/s, copy bandwidth). Timings land in OUT_DIR/bench.jsonl.
+# (matmul TFLOP/s, copy bandwidth). Timings land in OUT_DIR/bench.jsonl, and as
+# a table of lockstep beside PyTorch in OUT_DIR/bench_table.md.
 # Writes OUT_DIR/summary.txt (one line per step: PASS/FAIL/SKIP, seconds) and a
 # log per step; exits non-zero when any step failed.
 set -uo pipefail
@@ -288,6 +289,10 @@ fi
 # Every machine-readable line in one file.
 for f in "$OUT"/bench.*.log; do grep -h '^{' "$f" 2>/dev/null; done > "$OUT/bench.jsonl"
 for f in "$OUT"/bench-*.jsonl; do grep -h '"summary"' "$f" 2>/dev/null; done >> "$OUT/bench.jsonl"
+# ... and as a Markdown table, lockstep beside PyTorch (scripts/gpu/bench_table.py).
+if compgen -G "$OUT/bench-*.jsonl" > /dev/null; then
+  host_env "$PY" "$ROOT/scripts/gpu/bench_table.py" "$OUT" > "$OUT/bench_table.md" 2>&1 && cat "$OUT/bench_table.md"
+fi
 
 echo "check.sh: $(grep -c PASS "$SUMMARY") passed, $(grep -c FAIL "$SUMMARY") failed, $(grep -c SKIP "$SUMMARY") skipped; logs in $OUT" | tee -a "$SUMMARY"
 exit $failed

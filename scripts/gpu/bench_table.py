@@ -1,0 +1,78 @@
+"""The benchmark table of a scripts/gpu/check.sh run: lockstep against PyTorch.
+
+Reads OUT_DIR/bench-*.jsonl (lockstep's metrics files; the run is named by
+check.sh's bench_lockstep: bench-MODEL[-bf16|-fp16][-nhwc][-any][-graph]) and
+the PyTorch result lines of OUT_DIR/bench.*.log (torch_gpu.py's JSON lines),
+and prints one Markdown row per lockstep run with the PyTorch eager (and
+compile) figure of the same model, precision and layout, and the ratio.
+
+  python3 scripts/gpu/bench_table.py OUT_DIR
+"""
+import glob
+import json
+import os
+import sys
+
+
+def lockstep_runs(out):
+    for path in sorted(glob.glob(os.path.join(out, "bench-*.jsonl"))):
+        name = os.path.basename(path)[len("bench-"):-len(".jsonl")]
+        parts = name.split("-")
+        summary = None
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    rec = json.loads(line)
+                    if rec.get("type") == "summary":
+                        summary = rec
+        if summary is None:
+            continue
+        precision = next((p for p in parts if p in ("bf16", "fp16")), "fp32")
+        layout = "nhwc" if "nhwc" in parts else "nchw"
+        flags = [f for f, token in (("--cuda-graph", "graph"), ("any algorithm", "any")) if token in parts]
+        yield {"model": summary.get("model", parts[0]), "precision": precision, "layout": layout,
+               "variant": ", ".join(flags) or "default", "images_per_sec": summary["images_per_sec"],
+               "ms_per_step": summary["ms_per_step"]}
+
+
+def torch_results(out):
+    found = {}
+    for path in sorted(glob.glob(os.path.join(out, "bench.*.log"))):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if rec.get("impl") == "pytorch":
+                    key = (rec["model"], rec["precision"], rec.get("layout", "nchw"), rec["mode"])
+                    found[key] = rec["images_per_sec"]
+    return found
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        sys.exit("usage: bench_table.py OUT_DIR (a scripts/gpu/check.sh output directory)")
+    out = sys.argv[1]
+    torch = torch_results(out)
+    rows = list(lockstep_runs(out))
+    if not rows:
+        sys.exit(f"bench_table.py: no lockstep benchmark results (bench-*.jsonl with a summary) in {out}")
+    print("| model | precision | layout | lockstep run | lockstep img/s | ms/step | PyTorch eager img/s | ratio | "
+          "PyTorch compile img/s |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        key = (r["model"], r["precision"], r["layout"])
+        eager, compiled = torch.get(key + ("eager",)), torch.get(key + ("compile",))
+        ratio = f"**{r['images_per_sec'] / eager:.2f}x**" if eager else "-"
+        print(f"| {r['model']} | {r['precision']} | {r['layout']} | {r['variant']} | {r['images_per_sec']:,.0f} | "
+              f"{r['ms_per_step']:.1f} | {f'{eager:,.0f}' if eager else '-'} | {ratio} | "
+              f"{f'{compiled:,.0f}' if compiled else '-'} |")
+
+
+if __name__ == "__main__":
+    main()
