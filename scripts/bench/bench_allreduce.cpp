@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "comm/mpi_session.h"
 #include "comm/shm_allreduce.h"
 #include "core/error.h"
@@ -119,9 +121,8 @@ int main(int argc, char** argv) {
         if (rank == 0) {
           std::printf("  %12.0f %12ld %10.1f %9.3f %9.3f %7ld\n", size, count, med * 1e6, algbw, busbw,
                       w.data<int64_t>()[0]);
-          json += (json.size() > 1 ? "," : "") + std::string("{\"bytes\":") + std::to_string(count * 4) +
-                  ",\"us\":" + std::to_string(med * 1e6) + ",\"busbw\":" + std::to_string(busbw) +
-                  ",\"wrong\":" + std::to_string(w.data<int64_t>()[0]) + "}";
+          json += fmt::format("{}{{\"bytes\":{},\"us\":{:f},\"busbw\":{:f},\"wrong\":{}}}", json.size() > 1 ? "," : "",
+                              count * 4, med * 1e6, busbw, w.data<int64_t>()[0]);
         }
       }
     }

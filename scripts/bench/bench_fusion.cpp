@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "comm/bucket_reducer.h"
 #include "comm/mpi_session.h"
 #include "comm/shm_allreduce.h"
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, sizes] : {std::pair{std::string("resnet50"), resnet50_sizes()},
                                     std::pair{std::string("many_small"), many_small_sizes()}}) {
     ParameterStore store;
-    for (size_t i = 0; i < sizes.size(); ++i) store.declare("p" + std::to_string(i), Shape{sizes[i]});
+    for (size_t i = 0; i < sizes.size(); ++i) store.declare(fmt::format("p{}", i), Shape{sizes[i]});
     store.finalize();  // zero-filled: pages touched
     float* g = store.grads().data<float>();
     auto fill = [&] {
@@ -102,7 +104,7 @@ int main(int argc, char** argv) {
     // The same buckets through shared memory: a second store whose gradients
     // live in the host's shared window (as the trainer does on one host).
     ParameterStore shared_store;
-    for (size_t i = 0; i < sizes.size(); ++i) shared_store.declare("p" + std::to_string(i), Shape{sizes[i]});
+    for (size_t i = 0; i < sizes.size(); ++i) shared_store.declare(fmt::format("p{}", i), Shape{sizes[i]});
     shared_store.finalize();
     std::unique_ptr<ShmAllreduce> shm;
     if (auto mem = comm->allocate_shared(ShmAllreduce::kHeaderBytes + shared_store.padded_numel() * 4)) {
@@ -171,8 +173,7 @@ int main(int argc, char** argv) {
           }));
         }
         if (rank == 0) std::printf("  threshold %5.0f MB: %zu buckets, %.2f ms\n", cap, r2.buckets().size(), median(t) * 1e3);
-        sweep += (sweep.back() == '{' ? "" : ",") + std::string("\"") + std::to_string(static_cast<int>(cap)) +
-                 "\":" + std::to_string(median(t) * 1e3);
+        sweep += fmt::format("{}\"{}\":{:f}", sweep.back() == '{' ? "" : ",", static_cast<int>(cap), median(t) * 1e3);
       }
       json += sweep + "}";
     }
