@@ -151,18 +151,25 @@ Scratch carve(float* p, const Conv2dShape& s, const Tiles& tl, int64_t nb, int p
   return sc;
 }
 
+// Output channels per thread in the filter transforms below (each (oc, c) pair
+// is independent, so the split changes no result).
+constexpr int64_t kMinFilterRows = 8;
+
 // U[xi][oc][c] = (G g G^T)[xi] for w [OC][C][R][R]; zero for padded channels.
 template <int R>
 void transform_filters(const Conv2dShape& s, const float* w, float* U) {
   using W = Wino<R>;
   const int64_t C = s.g.c, Cp = padded_channels(C), OC = s.oc, plane = OC * Cp;
-  std::fill_n(U, W::P * plane, 0.f);
-  for (int64_t oc = 0; oc < OC; ++oc)
-    for (int64_t c = 0; c < C; ++c) {
-      float u[W::P];
-      sandwich<W::A, R, W::A, R>(W::M.G, W::M.G, w + (oc * C + c) * R * R, u);
-      for (int xi = 0; xi < W::P; ++xi) U[xi * plane + oc * Cp + c] = u[xi];
+  parallel_for(OC, kMinFilterRows, [&](int64_t o0, int64_t o1) {
+    for (int64_t oc = o0; oc < o1; ++oc) {
+      for (int xi = 0; xi < W::P; ++xi) std::fill(U + xi * plane + oc * Cp + C, U + xi * plane + (oc + 1) * Cp, 0.f);
+      for (int64_t c = 0; c < C; ++c) {
+        float u[W::P];
+        sandwich<W::A, R, W::A, R>(W::M.G, W::M.G, w + (oc * C + c) * R * R, u);
+        for (int xi = 0; xi < W::P; ++xi) U[xi * plane + oc * Cp + c] = u[xi];
+      }
     }
+  });
 }
 
 // dW[oc][c] (+)= (G^T S G) for S [P][OC][Cp].
@@ -170,14 +177,16 @@ template <int R>
 void weights_from_s(const Conv2dShape& s, const float* S, float* dw, bool accumulate) {
   using W = Wino<R>;
   const int64_t C = s.g.c, Cp = padded_channels(C), OC = s.oc, plane = OC * Cp;
-  for (int64_t oc = 0; oc < OC; ++oc)
-    for (int64_t c = 0; c < C; ++c) {
-      float m[W::P], r[R * R];
-      for (int xi = 0; xi < W::P; ++xi) m[xi] = S[xi * plane + oc * Cp + c];
-      sandwich<R, W::A, R, W::A>(W::M.GT, W::M.GT, m, r);
-      float* out = dw + (oc * C + c) * R * R;
-      for (int k = 0; k < R * R; ++k) out[k] = accumulate ? out[k] + r[k] : r[k];
-    }
+  parallel_for(OC, kMinFilterRows, [&](int64_t o0, int64_t o1) {
+    for (int64_t oc = o0; oc < o1; ++oc)
+      for (int64_t c = 0; c < C; ++c) {
+        float m[W::P], r[R * R];
+        for (int xi = 0; xi < W::P; ++xi) m[xi] = S[xi * plane + oc * Cp + c];
+        sandwich<R, W::A, R, W::A>(W::M.GT, W::M.GT, m, r);
+        float* out = dw + (oc * C + c) * R * R;
+        for (int k = 0; k < R * R; ++k) out[k] = accumulate ? out[k] + r[k] : r[k];
+      }
+  });
 }
 
 // ---------------------------------------------------------------- NCHW rows <-> tile-major arrays
@@ -454,8 +463,11 @@ void backward_impl(const Conv2dShape& s, const float* x, const float* w, const f
     for (int64_t n = n0; n < n1; n += nb)
       backward_chunk<R>(s, tl, n, std::min(nb, n1 - n), x, U, y, dy, dx, db != nullptr, relu, sc);
   });
+  // Thread partials added in thread order for every element (split over elements: the same sums).
   float* S = carve(ws.floats(0), s, tl, nb, W::P).S;
-  for (int t = 1; t < threads; ++t) add_into(S, carve(ws.floats(t), s, tl, nb, W::P).S, splane + s.oc);
+  parallel_for(splane + s.oc, int64_t{1} << 14, [&](int64_t b, int64_t e) {
+    for (int t = 1; t < threads; ++t) add_into(S + b, carve(ws.floats(t), s, tl, nb, W::P).S + b, e - b);
+  });
   weights_from_s<R>(s, S, dw, accumulate);
   if (db)
     for (int64_t oc = 0; oc < s.oc; ++oc) db[oc] = (accumulate ? db[oc] : 0.f) + S[splane + oc];
