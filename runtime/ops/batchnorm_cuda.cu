@@ -98,6 +98,21 @@ struct BackwardReduceOp {
   }
 };
 
+// One thread's kUnroll values of channel c at off[u] (where in[u]): every
+// load issued before any is used (the pass is memory-bound), then added to
+// acc in element order.
+template <typename Op>
+__device__ void load_then_add(const Op& op, const int64_t (&off)[kUnroll], const bool (&in)[kUnroll], int64_t c,
+                              double* acc) {
+  typename Op::V v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (in[u]) v[u] = op.load_at(off[u], c);
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (in[u]) op.add(v[u], off[u], acc);
+}
+
 // partial [kOut][C][splits]
 template <typename Op>
 __global__ void channel_partials_kernel(int64_t channels, int64_t hw, int64_t m, int64_t splits, Op op,
@@ -129,13 +144,7 @@ __global__ void channel_partials_kernel(int64_t channels, int64_t hw, int64_t m,
         ++n;
       }
     }
-    typename Op::V v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (in[u]) v[u] = op.load_at(off[u], c);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (in[u]) op.add(v[u], off[u], acc);
+    load_then_add(op, off, in, c, acc);
   }
   for (int k = 0; k < K; ++k) sh[k][threadIdx.x] = acc[k];
   __syncthreads();
@@ -196,13 +205,7 @@ __global__ void channel_partials_nhwc_kernel(int64_t channels, int64_t m, int64_
         off[u] = j * channels + c;
         j += kRowThreads;
       }
-      typename Op::V v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (in[u]) v[u] = op.load_at(off[u], c);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (in[u]) op.add(v[u], off[u], acc);
+      load_then_add(op, off, in, c, acc);
     }
   }
   for (int k = 0; k < K; ++k) sh[k][threadIdx.y][threadIdx.x] = acc[k];
