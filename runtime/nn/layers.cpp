@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/hash.h"
 #include "nn/device_util.h"
@@ -168,6 +169,7 @@ bool same_geometry(const ops::ConvGeometry& a, const ops::ConvGeometry& b) {
 
 void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const auto s = conv_shape(x.shape(), y.shape(), k_, stride_, pad_);
+  winograd_filters_ready_ = false;
   const float* b = b_ ? b_->value.data<float>() : nullptr;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
@@ -191,12 +193,14 @@ void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   }
 #endif
   require_cpu(x, "Conv2d");
-  if (layout_ == Layout::NHWC)
+  if (layout_ == Layout::NHWC) {
     ops::conv2d_nhwc_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
-  else if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
+  } else if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd) {
     ops::conv2d_winograd_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
-  else
+    winograd_filters_ready_ = true;
+  } else {
     ops::conv2d_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
+  }
 }
 
 void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
@@ -229,7 +233,8 @@ void Conv2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor
                                   w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);
   else if (ops::conv2d_choose(s, algo_) == ops::ConvAlgo::Winograd)
     ops::conv2d_winograd_backward_cpu(s, x.data<float>(), w_->value.data<float>(), y.data<float>(), dy.data<float>(),
-                                      dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);
+                                      dxp, w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_,
+                                      std::exchange(winograd_filters_ready_, false));
   else
     ops::conv2d_backward_cpu(s, x.data<float>(), w_->value.data<float>(), y.data<float>(), dy.data<float>(), dxp,
                              w_->grad.data<float>(), db, ctx.accumulate, relu_, ws_);

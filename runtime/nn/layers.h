@@ -75,6 +75,11 @@ class Conv2d final : public Module {
   Parameter* w_ = nullptr;
   Parameter* b_ = nullptr;
   ops::Workspace ws_;
+  // CPU Winograd: the last forward left its filter transform of w in ws_ and
+  // nothing has used ws_ since, so the next backward reuses it (weights do not
+  // change between a forward and its backward; dx is the gradient for the
+  // weights that forward used). Cleared by every other forward and by backward.
+  bool winograd_filters_ready_ = false;
   // GPU: cuDNN descriptors and algorithms for the input geometry last seen
   // (shared_ptr: the type is complete only in GPU builds).
   std::shared_ptr<ops::Conv2dCuda> gpu_;

@@ -33,8 +33,12 @@ ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested);
 
 void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y,
                                  bool relu, Workspace& ws);
+// filters_from_forward: ws still holds the filter transform that the forward
+// call on these weights left in it (nothing has used ws since, and w has not
+// changed); backward then skips transforming w again. nn::Conv2d tracks this.
 void conv2d_winograd_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
-                                  float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws);
+                                  float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws,
+                                  bool filters_from_forward = false);
 
 // Channels-last (NHWC, tensor/layout.h) im2col+GEMM path, conv2d_nhwc_cpu.cpp:
 //   x [N, H, W, C]   y, dy [N, OH, OW, OC]   dx [N, H, W, C]

@@ -447,14 +447,14 @@ void forward_impl(const Conv2dShape& s, const float* x, const float* w, const fl
 
 template <int R>
 void backward_impl(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy, float* dx,
-                   float* dw, float* db, bool accumulate, bool relu, Workspace& ws) {
+                   float* dw, float* db, bool accumulate, bool relu, Workspace& ws, bool filters_from_forward) {
   using W = Wino<R>;
   const Tiles tl = tiles_of(s);
   const int64_t nb = chunk_images(s, tl, W::P);
   const int threads = compute_threads(s.n, 1);
   const int64_t splane = W::P * s.oc * padded_channels(s.g.c);
-  float* U = ws.shared(splane);
-  transform_filters<R>(s, w, U);
+  float* U = ws.shared(splane);  // the forward's buffer: the same size, so not reallocated
+  if (!filters_from_forward) transform_filters<R>(s, w, U);
   ws.reserve(threads, scratch_floats(s, tl, nb, W::P));
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     const Scratch sc = carve(ws.floats(t), s, tl, nb, W::P);
@@ -489,11 +489,12 @@ void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const flo
 }
 
 void conv2d_winograd_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
-                                  float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws) {
+                                  float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws,
+                                  bool filters_from_forward) {
   if (s.g.kh == 3)
-    backward_impl<3>(s, x, w, y, dy, dx, dw, db, accumulate, relu, ws);
+    backward_impl<3>(s, x, w, y, dy, dx, dw, db, accumulate, relu, ws, filters_from_forward);
   else
-    backward_impl<5>(s, x, w, y, dy, dx, dw, db, accumulate, relu, ws);
+    backward_impl<5>(s, x, w, y, dy, dx, dw, db, accumulate, relu, ws, filters_from_forward);
 }
 
 }  // namespace lockstep::ops

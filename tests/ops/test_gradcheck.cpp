@@ -595,3 +595,54 @@ TEST_CASE("Sequential computes its input gradient on request", "[gradcheck]") {
     check_elements(x, dx, 1e-2, loss);
   }
 }
+
+TEST_CASE("Winograd Conv2d backward reuses its forward's filter transform only while it is current", "[conv][winograd]") {
+  // Conv2d's backward takes the filter transform its forward left in the
+  // workspace. Each result must be bit for bit what the op gives from scratch
+  // (a fresh workspace, the transform made anew) for the weights in use:
+  // after a forward; again with no forward in between; after the weights
+  // changed and a new forward; after they changed with no forward (each
+  // backward uses up the forward's transform, so these make it anew).
+  for (const int64_t k : {int64_t{3}, int64_t{5}}) {
+    CAPTURE(k);
+    Conv2d layer(12, 20, k, 1, k / 2);
+    layer.set_algorithm(ops::ConvAlgo::Winograd);
+    ParameterStore store;
+    layer.declare(store, "");
+    store.finalize();
+    Rng rng(31);
+    layer.init(rng);
+    const Shape xs{2, 12, 9, 10};
+    Tensor x = random_tensor(xs, rng);
+    const Shape ys = layer.output_shape(xs);
+    Tensor dy = random_tensor(ys, rng);
+    const ops::Conv2dShape s{xs[0], ys[1], ops::ConvGeometry{xs[1], xs[2], xs[3], k, k, 1, k / 2, ys[2], ys[3]}};
+    // dx and dW from the op with a fresh workspace, for the weights now in the store.
+    auto scratch = [&] {
+      ops::Workspace ws;
+      std::vector<float> dw(static_cast<size_t>(store.params()[0].value.numel())), dx(static_cast<size_t>(xs.numel()));
+      auto dyc = dy.to_vector();
+      ops::conv2d_winograd_backward_cpu(s, x.data<float>(), store.params()[0].value.data<float>(), nullptr, dyc.data(),
+                                        dx.data(), dw.data(), nullptr, false, false, ws);
+      dx.insert(dx.end(), dw.begin(), dw.end());
+      return dx;
+    };
+    auto through_layer = [&](bool with_forward) {
+      Tensor y = Tensor::zeros(ys);
+      if (with_forward) layer.forward(x, y, {});
+      Tensor dx = Tensor::zeros(xs), dyc = Tensor::from_vector(ys, dy.to_vector());
+      layer.backward(x, y, dyc, &dx, BackwardContext{});
+      auto out = dx.to_vector();
+      const auto dw = store.params()[0].grad.to_vector();
+      out.insert(out.end(), dw.begin(), dw.end());
+      return out;
+    };
+    CHECK(through_layer(true) == scratch());
+    CHECK(through_layer(false) == scratch());
+    for (float& v : store.params()[0].value.span<float>()) v *= -1.5f;
+    CHECK(through_layer(true) == scratch());
+    // New weights and no forward: the previous backward used up the transform.
+    for (float& v : store.params()[0].value.span<float>()) v *= 0.75f;
+    CHECK(through_layer(false) == scratch());
+  }
+}
