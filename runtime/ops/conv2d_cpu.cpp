@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/simd.h"
 
@@ -17,18 +18,6 @@ namespace {
 constexpr int64_t kMinColumns = 128;
 // ...while the chunk's im2col buffer stays within about a core's L2.
 constexpr int64_t kChunkBytes = int64_t{1} << 21;
-
-LS_SIMD_CLONES void relu_inplace(float* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.f ? v[i] : 0.f;
-}
-
-LS_SIMD_CLONES void mask_by_positive(float* g, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) g[i] = y[i] > 0.f ? g[i] : 0.f;
-}
-
-LS_SIMD_CLONES void add_into(float* acc, const float* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += v[i];
-}
 
 LS_SIMD_CLONES float sum(const float* v, int64_t n) {
   float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
@@ -69,7 +58,7 @@ void forward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_t
         for (int64_t c = 0; c < s.oc; ++c)
           std::memcpy(y + (n0 + j) * out_img + c * P, tmp + c * ld + j * P, static_cast<size_t>(P) * sizeof(float));
     }
-    if (relu) relu_inplace(y + n0 * out_img, nb * out_img);
+    if (relu) relu_forward_serial(nb * out_img, y + n0 * out_img, y + n0 * out_img);
   }
 }
 
@@ -83,7 +72,7 @@ void backward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_
   float* dyc = scratch + K * nb_max * P;  // [OC, nb*P] gathered dy when nb > 1
   for (int64_t n0 = n_begin; n0 < n_end; n0 += nb_max) {
     const int64_t nb = std::min(nb_max, n_end - n0), ld = nb * P;
-    if (relu) mask_by_positive(dy + n0 * out_img, y + n0 * out_img, nb * out_img);
+    if (relu) relu_backward_serial(nb * out_img, y + n0 * out_img, dy + n0 * out_img, dy + n0 * out_img);
     const float* dY;  // [OC, ld]
     if (nb == 1) {
       dY = dy + n0 * out_img;
@@ -162,8 +151,8 @@ void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, c
   });
   for (int t = 1; t < threads; ++t) {
     const float* pdw = ws.floats(t) + scratch;
-    add_into(dw, pdw, s.oc * K);
-    if (db) add_into(db, pdw + s.oc * K, s.oc);
+    add_inplace_serial(s.oc * K, pdw, dw);
+    if (db) add_inplace_serial(s.oc, pdw + s.oc * K, db);
   }
 }
 

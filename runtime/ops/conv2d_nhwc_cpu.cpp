@@ -1,5 +1,6 @@
 // Conv2d on the CPU for channels-last tensors: im2col + OpenBLAS sgemm per
-// chunk of nb images, the NHWC twin of conv2d_cpu.cpp (same threading model).
+// chunk of nb images (conv2d_chunk, as NCHW), the NHWC twin of conv2d_cpu.cpp
+// (same threading model).
 //   x, dx  [N, H, W, C]        y, dy  [N, OH, OW, OC]        P = OH*OW, K = KH*KW*C
 //   w, dw  [OC, C, KH, KW]     b, db  [OC]                   (canonical layouts)
 //   Wp     [OC, KH, KW, C]     the weight permuted once per call (ws.shared)
@@ -19,38 +20,14 @@
 #include <cstring>
 
 #include "ops/conv2d.h"
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/layout.h"
 #include "ops/simd.h"
 
 namespace lockstep::ops {
 namespace {
-// Chunk images until a GEMM has about this many rows...
-constexpr int64_t kMinRows = 128;
-// ...while the chunk's col buffer stays within about a core's L2.
-constexpr int64_t kChunkBytes = int64_t{1} << 21;
-
-LS_SIMD_CLONES void relu_inplace(float* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.f ? v[i] : 0.f;
-}
-
-LS_SIMD_CLONES void mask_by_positive(float* g, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) g[i] = y[i] > 0.f ? g[i] : 0.f;
-}
-
-LS_SIMD_CLONES void add_into(float* acc, const float* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += v[i];
-}
-
 bool pointwise(const ConvGeometry& g) { return g.kh == 1 && g.kw == 1 && g.stride == 1 && g.pad == 0; }
-
-// Images per chunk (the NCHW rule of conv2d_chunk, in rows of col).
-int64_t chunk_images(const Conv2dShape& s) {
-  const int64_t P = std::max<int64_t>(s.g.p(), 1);
-  const int64_t per_image = std::max<int64_t>(1, s.g.k() * P * static_cast<int64_t>(sizeof(float)));
-  const int64_t want = (kMinRows + P - 1) / P;
-  return std::clamp<int64_t>(std::min(want, kChunkBytes / per_image), 1, std::max<int64_t>(s.n, 1));
-}
 
 // Floats one thread needs for col (none in the pointwise case).
 int64_t col_floats(const Conv2dShape& s, int64_t nb) { return pointwise(s.g) ? 0 : nb * s.g.p() * s.g.k(); }
@@ -125,7 +102,7 @@ void forward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_t
       for (int64_t r = 0; r < rows; ++r) std::copy_n(b, s.oc, yc + r * s.oc);
     // y[rows, OC] = col[rows, K] · Wp[OC, K]^T; beta 1: bias already in y.
     sgemm(Trans::N, Trans::T, rows, s.oc, K, 1.f, A, K, wp, K, b ? 1.f : 0.f, yc, s.oc);
-    if (relu) relu_inplace(yc, rows * s.oc);
+    if (relu) relu_forward_serial(rows * s.oc, yc, yc);
   }
 }
 
@@ -139,9 +116,9 @@ void backward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_
   for (int64_t n0 = n_begin; n0 < n_end; n0 += nb_max) {
     const int64_t nb = std::min(nb_max, n_end - n0), rows = nb * P;
     float* dY = dy + n0 * out_img;  // [rows, OC]
-    if (relu) mask_by_positive(dY, y + n0 * out_img, rows * s.oc);
+    if (relu) relu_backward_serial(rows * s.oc, y + n0 * out_img, dY, dY);
     if (db)
-      for (int64_t r = 0; r < rows; ++r) add_into(db, dY + r * s.oc, s.oc);
+      for (int64_t r = 0; r < rows; ++r) add_inplace_serial(s.oc, dY + r * s.oc, db);
     const float* A = x + n0 * in_img;  // [rows, K]
     if (!pointwise(g)) {
       for (int64_t j = 0; j < nb; ++j) im2col_nhwc(g, x + (n0 + j) * in_img, col + j * P * K);
@@ -165,7 +142,7 @@ void backward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_
 void conv2d_nhwc_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y,
                              bool relu, Workspace& ws) {
   const ConvGeometry& g = s.g;
-  const int64_t nb = chunk_images(s);
+  const int64_t nb = conv2d_chunk(s);
   const int threads = compute_threads(s.n, 1);
   float* wp = ws.shared(s.oc * g.k());
   nchw_to_nhwc_cpu(s.oc, g.c, g.kh * g.kw, w, wp);
@@ -178,7 +155,7 @@ void conv2d_nhwc_forward_cpu(const Conv2dShape& s, const float* x, const float* 
 void conv2d_nhwc_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
                               float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws) {
   const ConvGeometry& g = s.g;
-  const int64_t nb = chunk_images(s), K = g.k(), KK = g.kh * g.kw;
+  const int64_t nb = conv2d_chunk(s), K = g.k(), KK = g.kh * g.kw;
   const int threads = compute_threads(s.n, 1);
   float* wp = ws.shared(s.oc * K);
   nchw_to_nhwc_cpu(s.oc, g.c, KK, w, wp);
@@ -193,10 +170,10 @@ void conv2d_nhwc_backward_cpu(const Conv2dShape& s, const float* x, const float*
     backward_range(s, n0, n1, nb, x, wp, y, dy, dx, pdw, db ? pdw + s.oc * K : nullptr, relu, buf);
   });
   float* sum = ws.floats(0) + scratch;  // [OC, KH, KW, C] then [OC]
-  for (int t = 1; t < threads; ++t) add_into(sum, ws.floats(t) + scratch, partial);
+  for (int t = 1; t < threads; ++t) add_inplace_serial(partial, ws.floats(t) + scratch, sum);
   if (accumulate) {
     nhwc_to_nchw_cpu(s.oc, g.c, KK, sum, wp);  // Wp is no longer needed
-    add_into(dw, wp, s.oc * K);
+    add_inplace_serial(s.oc * K, wp, dw);
   } else {
     nhwc_to_nchw_cpu(s.oc, g.c, KK, sum, dw);
   }

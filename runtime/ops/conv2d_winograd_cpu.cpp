@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "ops/conv2d.h"
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/simd.h"
 #include "ops/winograd_matrices.h"
@@ -349,14 +350,6 @@ LS_SIMD_CLONES void scatter_dx(const Conv2dShape& s, const Tiles& tl, int64_t n0
     }
 }
 
-LS_SIMD_CLONES void mask_by_positive(float* g, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) g[i] = y[i] > 0.f ? g[i] : 0.f;
-}
-
-LS_SIMD_CLONES void add_into(float* acc, const float* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += v[i];
-}
-
 // ---------------------------------------------------------------- one chunk of images
 
 template <int R>
@@ -396,7 +389,7 @@ void backward_chunk(const Conv2dShape& s, const Tiles& tl, int64_t n0, int64_t n
   const int64_t Cp = padded_channels(g.c), OC = s.oc, T = nb * tl.per_image, P = g.oh * g.ow;
   const int64_t vp = plane_stride(Cp * T), mp = plane_stride(OC * T);
   float* dyn = dy + n0 * OC * P;
-  if (relu) mask_by_positive(dyn, y + n0 * OC * P, nb * OC * P);
+  if (relu) relu_backward_serial(nb * OC * P, y + n0 * OC * P, dyn, dyn);
   float* db = sc.S + W::P * OC * Cp;
   for (int64_t oc = 0; oc < OC; ++oc) {
     for (int64_t img = 0; img < nb; ++img) {
@@ -466,7 +459,7 @@ void backward_impl(const Conv2dShape& s, const float* x, const float* w, const f
   // Thread partials added in thread order for every element (split over elements: the same sums).
   float* S = carve(ws.floats(0), s, tl, nb, W::P).S;
   parallel_for(splane + s.oc, int64_t{1} << 14, [&](int64_t b, int64_t e) {
-    for (int t = 1; t < threads; ++t) add_into(S + b, carve(ws.floats(t), s, tl, nb, W::P).S + b, e - b);
+    for (int t = 1; t < threads; ++t) add_inplace_serial(e - b, carve(ws.floats(t), s, tl, nb, W::P).S + b, S + b);
   });
   weights_from_s<R>(s, S, dw, accumulate);
   if (db)

@@ -13,6 +13,11 @@ void relu_backward_cpu(int64_t n, const float* y, const float* dy, float* dx);
 void add_relu_cpu(int64_t n, const float* a, const float* b, float* y);
 // y += x.
 void add_inplace_cpu(int64_t n, const float* x, float* y);
+// The same three on the calling thread only, for ops that call them inside
+// their own parallel regions (the convolutions' per-thread chunks).
+void relu_forward_serial(int64_t n, const float* x, float* y);
+void relu_backward_serial(int64_t n, const float* y, const float* dy, float* dx);
+void add_inplace_serial(int64_t n, const float* x, float* y);
 
 // Inverted dropout: keep with probability 1-p, scale kept values by 1/(1-p).
 // Row r (global sample row0 + r) gets a 32-bit key from draw row0 + r of stream

@@ -89,6 +89,10 @@ void add_inplace_cpu(int64_t n, const float* x, float* y) {
   parallel_for(n, kGrain, [&](int64_t b, int64_t e) { add_inplace(b, e, x, y); });
 }
 
+void relu_forward_serial(int64_t n, const float* x, float* y) { relu_fwd(0, n, x, y); }
+void relu_backward_serial(int64_t n, const float* y, const float* dy, float* dx) { relu_bwd(0, n, y, dy, dx); }
+void add_inplace_serial(int64_t n, const float* x, float* y) { add_inplace(0, n, x, y); }
+
 void dropout_forward_cpu(int64_t rows, int64_t row_len, int64_t row0, uint64_t key, float p, const float* x, float* y,
                          uint8_t* mask, int64_t channels_last) {
   LS_CHECK(channels_last >= 0 && (channels_last == 0 || row_len % channels_last == 0),
