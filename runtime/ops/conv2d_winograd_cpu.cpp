@@ -3,22 +3,25 @@
 // An (r+1)x(r+1) input tile d gives a 2x2 output tile (matrices in
 // winograd_matrices.h, alpha = r + 1, P = alpha^2 "planes"):
 //   Y = AT [ (G g G^T) .* (BT d BT^T) ] AT^T
-// Summing over channels turns the P elementwise products into P GEMMs:
-//   forward  M[xi] (OC x T) = U[xi] (OC x C) * V[xi] (C x T)     U = G g G^T,  V = BT d BT^T
-//   dgrad    Z[xi] (C x T)  = U[xi]^T * W[xi] (OC x T)           W = AT^T dy AT, dx tile = BT^T Z BT
-//   wgrad    S[xi] (OC x C) = sum over tiles of W[xi] * V[xi]^T  dW = G^T S G
+// Summing over channels turns the P elementwise products into P GEMMs, stored
+// tile-major (t = tile, c = channel, oc = output channel):
+//   forward  M[xi] (T x OC) = V[xi] (T x C) * U[xi]^T (C x OC)   U = G g G^T,  V = BT d BT^T
+//   dgrad    Z[xi] (T x C)  = W[xi] (T x OC) * U[xi] (OC x C)    W = AT^T dy AT, dx tile = BT^T Z BT
+//   wgrad    S[xi] (OC x C) = sum over tiles of W[xi]^T * V[xi]  dW = G^T S G
 // (dgrad and wgrad are derivatives of the same trilinear form, so they share
 // its transforms.) Multiplies per output: 3x3: 16/4 vs 9 (2.25x fewer);
 // 5x5: 36/4 vs 25 (2.8x fewer).
 //
 // Tiles start at (2 ti - pad, 2 tj - pad); reads outside the image are zero and
 // writes outside it are dropped. Chunk tiles are numbered t = img * T + ti * tw + tj.
-// Layouts, chosen so every transform is 8-wide vector code:
-//   input side (V, Z): [xi][t][c] — 8 channels at a time through a zero-padded,
-//     channel-interleaved copy of the image (NCHW rows transposed 8x8), so a
-//     tile's P values for 8 channels are P contiguous 8-float loads. Channels
-//     are padded to a multiple of 8 with zeros (U is zero there).
-//   output side (M, W): [xi][oc][t] — transforms run along tiles.
+// Layouts, chosen so every transform is 8-wide vector code and every product
+// is a row-major GEMM sgemm_small runs without packing:
+//   V, Z: [xi][t][Cp] and M, W: [xi][t][OCp] — each transform handles 8
+//     channels at a time through a zero-padded, channel-interleaved copy of an
+//     image plane (NCHW rows transposed 8x8), so a tile's values for 8
+//     channels are contiguous 8-float loads and stores. Channel counts are
+//     padded to multiples of 8 (Cp, OCp) with zeros.
+//   U: [xi][OC][Cp] (dgrad's B) and its transpose Ut: [xi][Cp][OCp] (forward's B).
 #include <algorithm>
 #include <cstring>
 
@@ -31,7 +34,6 @@
 namespace lockstep::ops {
 namespace {
 
-constexpr int64_t kSlack = 16;  // floats past the end of row buffers that 8-wide loads may touch
 
 template <int R>
 struct Wino {
@@ -109,43 +111,31 @@ int64_t plane_stride(int64_t n) { return (n + 15) / 16 * 16 + 16; }
 // Images per chunk: about 512 tiles so the small-K GEMMs run efficiently, with
 // buffers up to 4 MB (measured best for lenet and keras-cnn on a 512 KB-L2 Zen 3).
 int64_t chunk_images(const Conv2dShape& s, const Tiles& t, int planes) {
-  const int64_t per_image_floats = planes * (padded_channels(s.g.c) + s.oc) * t.per_image;
+  const int64_t per_image_floats = planes * (padded_channels(s.g.c) + padded_channels(s.oc)) * t.per_image;
   const int64_t by_cache = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(per_image_floats, 1));
   const int64_t by_width = std::max<int64_t>(1, (512 + t.per_image - 1) / t.per_image);
   return std::clamp<int64_t>(std::min(by_cache, by_width), 1, std::max<int64_t>(s.n, 1));
 }
 
 struct Scratch {
-  float* V;      // P planes of [T][Cp] (stride plane_stride(Cp*T)): input transforms, later Z
-  float* M;      // P planes of [OC][T]: forward products / dy transforms
-  float* q[4];   // [T] tile-major 2x2 output or dy values
-  float* row;    // a padded dy row (2 tw + kSlack)
-  float* p8;     // padded, channel-interleaved plane: ph x pw x 8
-  float* zeros;  // a zero dy row (2 tw + kSlack)
-  float* S;      // P planes of [OC][Cp] + [OC]: this thread's weight-gradient sums and db
+  float* V;   // P planes of [T][Cp] (stride plane_stride(Cp*T)): input transforms, later Z
+  float* M;   // P planes of [T][OCp] (stride plane_stride(OCp*T)): forward products / dy transforms
+  float* p8;  // padded, channel-interleaved plane: ph x pw x 8
+  float* S;   // P planes of [OC][Cp] + [OC]: this thread's weight-gradient sums and db
 };
 
 int64_t scratch_floats(const Conv2dShape& s, const Tiles& tl, int64_t nb, int planes) {
-  const int64_t T = nb * tl.per_image, Cp = padded_channels(s.g.c);
-  return planes * (plane_stride(Cp * T) + plane_stride(s.oc * T)) + 4 * plane_stride(T) + 2 * (2 * tl.tw + kSlack) +
-         tl.ph * tl.pw * 8 + planes * s.oc * Cp + s.oc;
+  const int64_t T = nb * tl.per_image, Cp = padded_channels(s.g.c), OCp = padded_channels(s.oc);
+  return planes * (plane_stride(Cp * T) + plane_stride(OCp * T)) + tl.ph * tl.pw * 8 + planes * s.oc * Cp + s.oc;
 }
 
 Scratch carve(float* p, const Conv2dShape& s, const Tiles& tl, int64_t nb, int planes) {
-  const int64_t T = nb * tl.per_image, Cp = padded_channels(s.g.c);
+  const int64_t T = nb * tl.per_image, Cp = padded_channels(s.g.c), OCp = padded_channels(s.oc);
   Scratch sc;
   sc.V = p;
   p += planes * plane_stride(Cp * T);
   sc.M = p;
-  p += planes * plane_stride(s.oc * T);
-  for (auto& q : sc.q) {
-    q = p;
-    p += plane_stride(T);
-  }
-  sc.row = p;
-  p += 2 * tl.tw + kSlack;
-  sc.zeros = p;
-  p += 2 * tl.tw + kSlack;
+  p += planes * plane_stride(OCp * T);
   sc.p8 = p;
   p += tl.ph * tl.pw * 8;
   sc.S = p;
@@ -156,11 +146,19 @@ Scratch carve(float* p, const Conv2dShape& s, const Tiles& tl, int64_t nb, int p
 // is independent, so the split changes no result).
 constexpr int64_t kMinFilterRows = 8;
 
-// U[xi][oc][c] = (G g G^T)[xi] for w [OC][C][R][R]; zero for padded channels.
+// Floats of the filter transforms U and Ut (one shared workspace buffer, U first).
 template <int R>
-void transform_filters(const Conv2dShape& s, const float* w, float* U) {
+int64_t filter_floats(const Conv2dShape& s) {
+  return 2 * Wino<R>::P * padded_channels(s.oc) * padded_channels(s.g.c);
+}
+
+// U[xi][oc][c] = (G g G^T)[xi] for w [OC][C][R][R], zero for padded channels;
+// with Ut, also its transpose Ut[xi][c][oc] (zero for padded rows and columns).
+template <int R>
+void transform_filters(const Conv2dShape& s, const float* w, float* U, float* Ut) {
   using W = Wino<R>;
-  const int64_t C = s.g.c, Cp = padded_channels(C), OC = s.oc, plane = OC * Cp;
+  const int64_t C = s.g.c, Cp = padded_channels(C), OC = s.oc, OCp = padded_channels(OC), plane = OC * Cp;
+  if (Ut && (C != Cp || OC != OCp)) std::fill_n(Ut, W::P * Cp * OCp, 0.f);
   parallel_for(OC, kMinFilterRows, [&](int64_t o0, int64_t o1) {
     for (int64_t oc = o0; oc < o1; ++oc) {
       for (int xi = 0; xi < W::P; ++xi) std::fill(U + xi * plane + oc * Cp + C, U + xi * plane + (oc + 1) * Cp, 0.f);
@@ -168,6 +166,8 @@ void transform_filters(const Conv2dShape& s, const float* w, float* U) {
         float u[W::P];
         sandwich<W::A, R, W::A, R>(W::M.G, W::M.G, w + (oc * C + c) * R * R, u);
         for (int xi = 0; xi < W::P; ++xi) U[xi * plane + oc * Cp + c] = u[xi];
+        if (Ut)
+          for (int xi = 0; xi < W::P; ++xi) Ut[(xi * Cp + c) * OCp + oc] = u[xi];
       }
     }
   });
@@ -190,34 +190,7 @@ void weights_from_s(const Conv2dShape& s, const float* S, float* dw, bool accumu
   });
 }
 
-// ---------------------------------------------------------------- NCHW rows <-> tile-major arrays
-
-// out_k[tj] = row[2 tj + k] for k = 0, 1 (a dy row; readable to 2 tw + kSlack).
-LS_SIMD_CLONES void split2(const float* row, int64_t tw, float* o0, float* o1) {
-  int64_t j = 0;
-  for (; j + 8 <= tw; j += 8) {
-    f8 e, o;
-    deinterleave8(row + 2 * j, e, o);
-    store8(o0 + j, e);
-    store8(o1 + j, o);
-  }
-  for (; j < tw; ++j) {
-    o0[j] = row[2 * j];
-    o1[j] = row[2 * j + 1];
-  }
-}
-
-// row[2 tj] = e[tj], row[2 tj + 1] = o[tj] for 2 tj + 1 < width; row[2 tj] only at an odd end.
-LS_SIMD_CLONES void merge2(float* row, int64_t width, const float* e, const float* o) {
-  const int64_t full = width / 2;
-  int64_t j = 0;
-  for (; j + 8 <= full; j += 8) interleave8(row + 2 * j, load8(e + j), load8(o + j));
-  for (; j < full; ++j) {
-    row[2 * j] = e[j];
-    row[2 * j + 1] = o[j];
-  }
-  if (width % 2) row[2 * full] = e[full];
-}
+// ---------------------------------------------------------------- NCHW planes <-> channel-interleaved planes
 
 // Fills p8 (ph x pw x 8) with channels [c0, c0 + 8) of one image (zeros for
 // channels >= C), zero-padded: p8[y + pad][x + pad] = x[y][x].
@@ -261,53 +234,76 @@ LS_SIMD_CLONES void load_inputs(const Conv2dShape& s, const Tiles& tl, const flo
     }
 }
 
-// The four outputs of each tile, AT m AT^T, plus bias, optionally ReLU.
+// One image's output channels [oc0, oc0 + 8) from its tiles' products Mi
+// ([xi][tile][OCp], plane stride mp): each tile's AT m AT^T plus bias,
+// optionally ReLU, goes to a channel-interleaved plane (2 th x 2 tw used),
+// whose top-left OH x OW is then transposed back to NCHW.
 template <int R, bool kRelu>
-LS_SIMD_CLONES void output_transform(const float* m, int64_t plane, int64_t n, float bias, float* y00, float* y01,
-                                     float* y10, float* y11) {
+LS_SIMD_CLONES void store_outputs(const Conv2dShape& s, const Tiles& tl, const float* Mi, int64_t mp, const float* b,
+                                  int64_t oc0, float* p8, float* yimg) {
   using W = Wino<R>;
-  float* out[4] = {y00, y01, y10, y11};
-  int64_t i = 0;
-  const f8 vb = splat8(bias), zero = splat8(0.f);
-  for (; i + 8 <= n; i += 8) {
-    f8 mv[W::P], y[4];
-    for (int k = 0; k < W::P; ++k) mv[k] = load8(m + k * plane + i);
-    sandwich<2, W::A, 2, W::A>(W::M.AT, W::M.AT, mv, y);
-    for (int k = 0; k < 4; ++k) {
-      f8 v = y[k] + vb;
-      if (kRelu) v = v > zero ? v : zero;
-      store8(out[k] + i, v);
+  const ConvGeometry& g = s.g;
+  const int64_t OCp = padded_channels(s.oc), row8 = tl.pw * 8, plane = g.oh * g.ow;
+  const int64_t valid = std::min<int64_t>(8, s.oc - oc0);
+  f8 bias = splat8(0.f);
+  if (b)
+    for (int64_t k = 0; k < valid; ++k) bias[k] = b[oc0 + k];
+  const f8 zero = splat8(0.f);
+  for (int64_t ti = 0; ti < tl.th; ++ti)
+    for (int64_t tj = 0; tj < tl.tw; ++tj) {
+      const float* m = Mi + (ti * tl.tw + tj) * OCp + oc0;
+      f8 mv[W::P], y[4];
+      for (int k = 0; k < W::P; ++k) mv[k] = load8(m + k * mp);
+      sandwich<2, W::A, 2, W::A>(W::M.AT, W::M.AT, mv, y);
+      float* dst = p8 + (2 * ti) * row8 + (2 * tj) * 8;
+      for (int k = 0; k < 4; ++k) {
+        f8 v = y[k] + bias;
+        if (kRelu) v = v > zero ? v : zero;
+        store8(dst + (k / 2) * row8 + (k % 2) * 8, v);
+      }
     }
-  }
-  for (; i < n; ++i) {
-    float mv[W::P], y[4];
-    for (int k = 0; k < W::P; ++k) mv[k] = m[k * plane + i];
-    sandwich<2, W::A, 2, W::A>(W::M.AT, W::M.AT, mv, y);
-    for (int k = 0; k < 4; ++k) {
-      const float v = y[k] + bias;
-      out[k][i] = kRelu && v < 0.f ? 0.f : v;
+  float* out = yimg + oc0 * plane;
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const float* src = p8 + oy * row8;
+    if (valid == 8) {
+      deinterleave_channels(src, g.ow, out + oy * g.ow, plane);
+    } else {
+      for (int64_t ox = 0; ox < g.ow; ++ox)
+        for (int64_t k = 0; k < valid; ++k) out[k * plane + oy * g.ow + ox] = src[ox * 8 + k];
     }
   }
 }
 
-// W = AT^T g AT for the 2x2 dy tiles g (four tile-major arrays) into P planes.
+// W = AT^T g AT for one image's 2x2 dy tiles g, output channels [oc0, oc0 + 8),
+// into Wi ([xi][tile][OCp], plane stride mp); zero for channels >= OC and for
+// tile cells past the output's edge.
 template <int R>
-LS_SIMD_CLONES void grad_transform(const float* g00, const float* g01, const float* g10, const float* g11, int64_t n,
-                                   float* w, int64_t plane) {
+LS_SIMD_CLONES void load_grads(const Conv2dShape& s, const Tiles& tl, const float* dyimg, int64_t oc0, float* p8,
+                               float* Wi, int64_t mp) {
   using W = Wino<R>;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const f8 g[4] = {load8(g00 + i), load8(g01 + i), load8(g10 + i), load8(g11 + i)};
-    f8 o[W::P];
-    sandwich<W::A, 2, W::A, 2>(W::M.A, W::M.A, g, o);
-    for (int k = 0; k < W::P; ++k) store8(w + k * plane + i, o[k]);
+  const ConvGeometry& g = s.g;
+  const int64_t OCp = padded_channels(s.oc), row8 = tl.pw * 8, plane = g.oh * g.ow;
+  const int64_t valid = std::min<int64_t>(8, s.oc - oc0);
+  std::fill_n(p8, 2 * tl.th * row8, 0.f);
+  const float* src = dyimg + oc0 * plane;
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    float* dst = p8 + oy * row8;
+    if (valid == 8) {
+      interleave_channels(src + oy * g.ow, plane, g.ow, dst);
+    } else {
+      for (int64_t ox = 0; ox < g.ow; ++ox)
+        for (int64_t k = 0; k < valid; ++k) dst[ox * 8 + k] = src[k * plane + oy * g.ow + ox];
+    }
   }
-  for (; i < n; ++i) {
-    const float g[4] = {g00[i], g01[i], g10[i], g11[i]};
-    float o[W::P];
-    sandwich<W::A, 2, W::A, 2>(W::M.A, W::M.A, g, o);
-    for (int k = 0; k < W::P; ++k) w[k * plane + i] = o[k];
-  }
+  for (int64_t ti = 0; ti < tl.th; ++ti)
+    for (int64_t tj = 0; tj < tl.tw; ++tj) {
+      const float* cell = p8 + (2 * ti) * row8 + (2 * tj) * 8;
+      const f8 gv[4] = {load8(cell), load8(cell + 8), load8(cell + row8), load8(cell + row8 + 8)};
+      f8 o[W::P];
+      sandwich<W::A, 2, W::A, 2>(W::M.A, W::M.A, gv, o);
+      float* w = Wi + (ti * tl.tw + tj) * OCp + oc0;
+      for (int k = 0; k < W::P; ++k) store8(w + k * mp, o[k]);
+    }
 }
 
 // dx for images [n0, n0 + nb) from Zt: each tile's BT^T Z BT (8 channels at a
@@ -353,29 +349,24 @@ LS_SIMD_CLONES void scatter_dx(const Conv2dShape& s, const Tiles& tl, int64_t n0
 // ---------------------------------------------------------------- one chunk of images
 
 template <int R>
-void forward_chunk(const Conv2dShape& s, const Tiles& tl, int64_t n0, int64_t nb, const float* x, const float* U,
+void forward_chunk(const Conv2dShape& s, const Tiles& tl, int64_t n0, int64_t nb, const float* x, const float* Ut,
                    const float* b, float* y, bool relu, const Scratch& sc) {
   using W = Wino<R>;
   const ConvGeometry& g = s.g;
-  const int64_t Cp = padded_channels(g.c), OC = s.oc, T = nb * tl.per_image;
-  const int64_t vp = plane_stride(Cp * T), mp = plane_stride(OC * T);
+  const int64_t C = g.c, Cp = padded_channels(C), OCp = padded_channels(s.oc), T = nb * tl.per_image;
+  const int64_t vp = plane_stride(Cp * T), mp = plane_stride(OCp * T);
   load_inputs<R>(s, tl, x, n0, nb, T, sc);
-  // M[xi] (OC x T) = U[xi] (OC x Cp) * Vt[xi]^T
+  // M[xi] (T x OCp) = Vt[xi] (T x C) * Ut[xi] (C x OCp); padded channels are zero in both.
   for (int xi = 0; xi < W::P; ++xi)
-    sgemm(Trans::N, Trans::T, OC, T, Cp, 1.f, U + xi * OC * Cp, Cp, sc.V + xi * vp, Cp, 0.f, sc.M + xi * mp, T);
-  for (int64_t oc = 0; oc < OC; ++oc) {
-    const float bias = b ? b[oc] : 0.f;
-    if (relu)
-      output_transform<R, true>(sc.M + oc * T, mp, T, bias, sc.q[0], sc.q[1], sc.q[2], sc.q[3]);
-    else
-      output_transform<R, false>(sc.M + oc * T, mp, T, bias, sc.q[0], sc.q[1], sc.q[2], sc.q[3]);
-    for (int64_t img = 0; img < nb; ++img) {
-      float* yc = y + ((n0 + img) * OC + oc) * g.oh * g.ow;
-      for (int64_t ti = 0; ti < tl.th; ++ti) {
-        const int64_t t0 = img * tl.per_image + ti * tl.tw;
-        merge2(yc + 2 * ti * g.ow, g.ow, sc.q[0] + t0, sc.q[1] + t0);
-        if (2 * ti + 1 < g.oh) merge2(yc + (2 * ti + 1) * g.ow, g.ow, sc.q[2] + t0, sc.q[3] + t0);
-      }
+    sgemm_small(Trans::N, T, OCp, C, sc.V + xi * vp, Cp, Ut + xi * Cp * OCp, OCp, sc.M + xi * mp, OCp, false);
+  for (int64_t img = 0; img < nb; ++img) {
+    const float* Mi = sc.M + img * tl.per_image * OCp;
+    float* yimg = y + (n0 + img) * s.oc * g.oh * g.ow;
+    for (int64_t oc0 = 0; oc0 < s.oc; oc0 += 8) {
+      if (relu)
+        store_outputs<R, true>(s, tl, Mi, mp, b, oc0, sc.p8, yimg);
+      else
+        store_outputs<R, false>(s, tl, Mi, mp, b, oc0, sc.p8, yimg);
     }
   }
 }
@@ -386,39 +377,31 @@ void backward_chunk(const Conv2dShape& s, const Tiles& tl, int64_t n0, int64_t n
                     const float* y, float* dy, float* dx, bool with_db, bool relu, const Scratch& sc) {
   using W = Wino<R>;
   const ConvGeometry& g = s.g;
-  const int64_t Cp = padded_channels(g.c), OC = s.oc, T = nb * tl.per_image, P = g.oh * g.ow;
-  const int64_t vp = plane_stride(Cp * T), mp = plane_stride(OC * T);
+  const int64_t Cp = padded_channels(g.c), OC = s.oc, OCp = padded_channels(OC), T = nb * tl.per_image;
+  const int64_t P = g.oh * g.ow, vp = plane_stride(Cp * T), mp = plane_stride(OCp * T);
   float* dyn = dy + n0 * OC * P;
   if (relu) relu_backward_serial(nb * OC * P, y + n0 * OC * P, dyn, dyn);
-  float* db = sc.S + W::P * OC * Cp;
-  for (int64_t oc = 0; oc < OC; ++oc) {
-    for (int64_t img = 0; img < nb; ++img) {
-      const float* dc = dyn + (img * OC + oc) * P;
-      if (with_db) {
+  if (with_db) {
+    float* db = sc.S + W::P * OC * Cp;
+    for (int64_t oc = 0; oc < OC; ++oc)
+      for (int64_t img = 0; img < nb; ++img) {
+        const float* dc = dyn + (img * OC + oc) * P;
         float acc = 0.f;
         for (int64_t i = 0; i < P; ++i) acc += dc[i];
         db[oc] += acc;
       }
-      for (int64_t ti = 0; ti < tl.th; ++ti) {
-        const int64_t t0 = img * tl.per_image + ti * tl.tw;
-        for (int r = 0; r < 2; ++r) {
-          const int64_t oy = 2 * ti + r;
-          const float* src = oy < g.oh ? dc + oy * g.ow : sc.zeros;
-          std::copy_n(src, g.ow, sc.row);  // zero-padded to 2 tw + kSlack below
-          split2(sc.row, tl.tw, sc.q[2 * r] + t0, sc.q[2 * r + 1] + t0);
-        }
-      }
-    }
-    grad_transform<R>(sc.q[0], sc.q[1], sc.q[2], sc.q[3], T, sc.M + oc * T, mp);
   }
+  for (int64_t img = 0; img < nb; ++img)
+    for (int64_t oc0 = 0; oc0 < OC; oc0 += 8)
+      load_grads<R>(s, tl, dyn + img * OC * P, oc0, sc.p8, sc.M + img * tl.per_image * OCp, mp);
   load_inputs<R>(s, tl, x, n0, nb, T, sc);
-  // S[xi] (OC x Cp) += W[xi] (OC x T) * Vt[xi] (T x Cp)
+  // S[xi] (OC x Cp) += W[xi]^T (OC x T) * Vt[xi] (T x Cp)
   for (int xi = 0; xi < W::P; ++xi)
-    sgemm(Trans::N, Trans::N, OC, Cp, T, 1.f, sc.M + xi * mp, T, sc.V + xi * vp, Cp, 1.f, sc.S + xi * OC * Cp, Cp);
+    sgemm_small(Trans::T, OC, Cp, T, sc.M + xi * mp, OCp, sc.V + xi * vp, Cp, sc.S + xi * OC * Cp, Cp, true);
   if (!dx) return;
-  // Zt[xi] (T x Cp) = W[xi]^T (T x OC) * U[xi] (OC x Cp); Vt is free again.
+  // Zt[xi] (T x Cp) = W[xi] (T x OC) * U[xi] (OC x Cp); Vt is free again.
   for (int xi = 0; xi < W::P; ++xi)
-    sgemm(Trans::T, Trans::N, T, Cp, OC, 1.f, sc.M + xi * mp, T, U + xi * OC * Cp, Cp, 0.f, sc.V + xi * vp, Cp);
+    sgemm_small(Trans::N, T, Cp, OC, sc.M + xi * mp, OCp, U + xi * OC * Cp, Cp, sc.V + xi * vp, Cp, false);
   scatter_dx<R>(s, tl, n0, nb, T, dx, sc);
 }
 
@@ -429,12 +412,13 @@ void forward_impl(const Conv2dShape& s, const float* x, const float* w, const fl
   const Tiles tl = tiles_of(s);
   const int64_t nb = chunk_images(s, tl, W::P);
   const int threads = compute_threads(s.n, 1);
-  float* U = ws.shared(W::P * s.oc * padded_channels(s.g.c));
-  transform_filters<R>(s, w, U);
+  float* U = ws.shared(filter_floats<R>(s));
+  float* Ut = U + filter_floats<R>(s) / 2;
+  transform_filters<R>(s, w, U, Ut);
   ws.reserve(threads, scratch_floats(s, tl, nb, W::P));
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     const Scratch sc = carve(ws.floats(t), s, tl, nb, W::P);
-    for (int64_t n = n0; n < n1; n += nb) forward_chunk<R>(s, tl, n, std::min(nb, n1 - n), x, U, b, y, relu, sc);
+    for (int64_t n = n0; n < n1; n += nb) forward_chunk<R>(s, tl, n, std::min(nb, n1 - n), x, Ut, b, y, relu, sc);
   });
 }
 
@@ -446,13 +430,12 @@ void backward_impl(const Conv2dShape& s, const float* x, const float* w, const f
   const int64_t nb = chunk_images(s, tl, W::P);
   const int threads = compute_threads(s.n, 1);
   const int64_t splane = W::P * s.oc * padded_channels(s.g.c);
-  float* U = ws.shared(splane);  // the forward's buffer: the same size, so not reallocated
-  if (!filters_from_forward) transform_filters<R>(s, w, U);
+  float* U = ws.shared(filter_floats<R>(s));  // the forward's buffer: the same size, so not reallocated
+  if (!filters_from_forward) transform_filters<R>(s, w, U, nullptr);
   ws.reserve(threads, scratch_floats(s, tl, nb, W::P));
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     const Scratch sc = carve(ws.floats(t), s, tl, nb, W::P);
     std::fill_n(sc.S, splane + s.oc, 0.f);
-    std::fill_n(sc.row, 2 * (2 * tl.tw + kSlack), 0.f);  // row and zeros
     for (int64_t n = n0; n < n1; n += nb)
       backward_chunk<R>(s, tl, n, std::min(nb, n1 - n), x, U, y, dy, dx, db != nullptr, relu, sc);
   });

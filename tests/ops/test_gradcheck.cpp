@@ -287,7 +287,8 @@ TEST_CASE("Conv2d forward matches a direct double-precision convolution", "[conv
 
 TEST_CASE("Winograd and im2col Conv2d agree in forward and backward", "[conv][winograd]") {
   // Also covers channels that are not a multiple of 8 (padded inside Winograd),
-  // pad = k - 1, and odd output sizes.
+  // pad = k - 1, odd output sizes, and products both inside and past the
+  // shapes sgemm_small's own kernel takes.
   struct Case {
     int64_t c, oc, k, pad, h, w, n;
     bool relu;
@@ -296,7 +297,9 @@ TEST_CASE("Winograd and im2col Conv2d agree in forward and backward", "[conv][wi
                         Case{8, 8, 3, 1, 14, 9, 2, true}, Case{24, 4, 3, 2, 5, 5, 4, false},
                         Case{8, 5, 3, 0, 3, 3, 7, true}, Case{3, 6, 3, 1, 8, 8, 2, false},
                         Case{20, 50, 5, 0, 13, 13, 4, true}, Case{16, 8, 5, 2, 12, 11, 3, false},
-                        Case{11, 4, 5, 4, 5, 6, 2, true}}) {
+                        Case{11, 4, 5, 4, 5, 6, 2, true},
+                        // Over 128 channels: products sgemm_small hands to OpenBLAS.
+                        Case{136, 8, 3, 1, 6, 6, 2, true}, Case{8, 136, 3, 1, 5, 5, 2, false}}) {
     INFO("C=" << k.c << " OC=" << k.oc << " k=" << k.k << " pad=" << k.pad << " " << k.h << "x" << k.w
               << " relu=" << k.relu);
     // Runs: im2col on 1 thread, Winograd on 1 thread, Winograd with the batch split over 2 threads.
