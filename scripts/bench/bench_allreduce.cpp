@@ -1,5 +1,5 @@
 // bench_allreduce: allreduce sweep in the nccl-tests style, run under mpirun.
-//   mpirun -np 2 bench_allreduce -b 4 -e 256M -f 2 [--path mpi|lockstep] [-w 5] [-n 20]
+//   mpirun -np 2 bench_allreduce -b 4 -e 256M -f 2 [--path mpi|ordered|shm] [-w 5] [-n 20]
 // For each size from -b to -e bytes (x -f): warm-up, then timed in-place sums
 // of fp32 data; columns size, count, time (us, median over ranks' max),
 // algbw = size / time, busbw = algbw * 2(N-1)/N (GB/s), and #wrong: elements
@@ -8,9 +8,11 @@
 // ordered allreduce; shm is lockstep's shared-memory path (ranks on one host;
 // the buffer then lives in the host's shared window). The buffer is allocated
 // once and touched before timing.
-// Last line: JSON.
+// Last line: JSON. A bad flag or value: one line on rank 0's stderr, every
+// rank exits 2 (bench_args.h); --help prints the usage.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_args.h"
 #include "comm/mpi_session.h"
 #include "comm/shm_allreduce.h"
 #include "core/error.h"
@@ -25,40 +28,85 @@
 using namespace lockstep;
 
 namespace {
-int64_t parse_size(const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  const std::string unit(end);
-  if (unit == "K" || unit == "k") v *= 1024;
-  if (unit == "M" || unit == "m") v *= 1024 * 1024;
-  if (unit == "G" || unit == "g") v *= 1024.0 * 1024 * 1024;
-  return static_cast<int64_t>(v);
-}
-}  // namespace
 
-int main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
-  auto comm = mpi.world();
+constexpr const char* kUsage =
+    "usage: mpirun -np N bench_allreduce [-b 4] [-e 256M] [-f 2] [-w 5] [-n 20] [--path mpi|ordered|shm]\n"
+    "  -b BYTES   smallest size (K, M, G: binary units; 1 byte to 64G)\n"
+    "  -e BYTES   largest size, at least -b\n"
+    "  -f FACTOR  size step, a number > 1\n"
+    "  -w N       warm-up iterations per size (0 or more)\n"
+    "  -n N       timed iterations per size (1 or more)\n"
+    "  --path P   mpi: MPI_Allreduce; ordered (or lockstep): lockstep's ordered allreduce over messages;\n"
+    "             shm: lockstep's shared-memory path (every rank on one host)\n";
+
+constexpr int64_t kMaxBytes = int64_t{64} << 30;
+constexpr int kMaxSizes = 1000;
+constexpr int kMaxIterations = 1000000;
+
+struct Config {
   int64_t lo = 4, hi = int64_t{256} << 20;
   double factor = 2;
   int warmup = 5, iters = 20;
   std::string path = "mpi";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "-b") lo = parse_size(v);
-    else if (k == "-e") hi = parse_size(v);
-    else if (k == "-f") factor = std::stod(v);
-    else if (k == "-w") warmup = std::stoi(v);
-    else if (k == "-n") iters = std::stoi(v);
-    else if (k == "--path") path = v;
+  bool help = false;
+};
+
+// Throws bench::BadArgument naming the first bad flag or value.
+Config parse(int argc, char** argv) {
+  const bench::KeyValues kv = bench::key_values(argc, argv, {"-b", "-e", "-f", "-w", "-n", "--path"});
+  Config c;
+  c.help = kv.help;
+  if (kv.has("-b")) c.lo = bench::size_argument("-b", kv.at("-b"), kMaxBytes, "64G");
+  if (kv.has("-e")) c.hi = bench::size_argument("-e", kv.at("-e"), kMaxBytes, "64G");
+  if (kv.has("-f"))
+    c.factor = bench::number_argument("-f", kv.at("-f"), [](double f) { return f > 1; }, "a number > 1");
+  if (kv.has("-w")) c.warmup = static_cast<int>(bench::int_argument("-w", kv.at("-w"), 0, kMaxIterations));
+  if (kv.has("-n")) c.iters = static_cast<int>(bench::int_argument("-n", kv.at("-n"), 1, kMaxIterations));
+  if (kv.has("--path")) {
+    c.path = bench::one_of("--path", kv.at("--path"), {"mpi", "ordered", "lockstep", "shm"});
+    if (c.path == "lockstep") c.path = "ordered";  // the path's first name
   }
+  if (c.lo > c.hi)
+    bench::bad_argument("-b {} is larger than -e {}", kv.has("-b") ? kv.at("-b") : "4",
+                        kv.has("-e") ? kv.at("-e") : "256M");
+  const double sizes =
+      std::floor(std::log(static_cast<double>(c.hi) / static_cast<double>(c.lo)) / std::log(c.factor)) + 1;
+  if (sizes > kMaxSizes)
+    bench::bad_argument("-f {} makes {:.0f} sizes from -b to -e, more than {}", kv.at("-f"), sizes, kMaxSizes);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  std::string bad;  // every rank parses the same arguments, so every rank sees the same error
+  try {
+    cfg = parse(argc, argv);
+  } catch (const bench::BadArgument& e) {
+    bad = e.what();
+  }
+  MpiSession mpi(&argc, &argv);
+  auto comm = mpi.world();
   const int rank = comm->rank(), N = comm->size();
+  if (!bad.empty() || cfg.help) {  // all ranks leave here, before any collective; rank 0 says why
+    if (rank == 0 && !bad.empty()) std::fprintf(stderr, "bench_allreduce: %s\n", bad.c_str());
+    if (rank == 0 && bad.empty()) std::fputs(kUsage, stdout);
+    return bad.empty() ? 0 : bench::kBadArguments;
+  }
+  const int64_t lo = cfg.lo, hi = cfg.hi;
+  const double factor = cfg.factor;
+  const int warmup = cfg.warmup, iters = cfg.iters;
+  const std::string path = cfg.path;
   const int64_t max_count = std::max<int64_t>(1, hi / 4);
   Tensor buf;
   std::unique_ptr<ShmAllreduce> shm;
   if (path == "shm") {
     auto mem = comm->allocate_shared(ShmAllreduce::kHeaderBytes + max_count * 4);
-    LS_CHECK(mem != nullptr, "--path shm needs every rank on one host");
+    if (mem == nullptr) {  // the same answer on every rank
+      if (rank == 0) std::fprintf(stderr, "bench_allreduce: --path shm needs every rank on one host\n");
+      return bench::kBadArguments;
+    }
     shm = std::make_unique<ShmAllreduce>(mem, rank);
     buf = Tensor::zeros(Shape{max_count}, DType::F32, std::make_shared<BorrowedAllocator>(shm->data(rank), max_count * 4, mem));
   } else {

@@ -10,7 +10,8 @@
 // bucket_vs_* use the shared-memory path when the ranks share a host. Times are the slowest
 // rank's, medians over rounds. Also sweeps the bucket threshold on ResNet-50.
 // Last line: JSON with bucket_vs_raw (raw time / bucket time) and
-// bucket_vs_per_tensor for each layout.
+// bucket_vs_per_tensor for each layout. A bad flag or value: one line on rank
+// 0's stderr, every rank exits 2 (bench_args.h); --help prints the usage.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_args.h"
 #include "comm/bucket_reducer.h"
 #include "comm/mpi_session.h"
 #include "comm/shm_allreduce.h"
@@ -28,6 +30,38 @@
 using namespace lockstep;
 
 namespace {
+
+constexpr const char* kUsage =
+    "usage: mpirun -np N bench_fusion [--reps 15] [--threshold-mb 25] [--first-bucket-mb 1]\n"
+    "  --reps N              interleaved timing rounds per layout (1 or more)\n"
+    "  --threshold-mb MB     bucket cap, from 0.000001 to 1048576\n"
+    "  --first-bucket-mb MB  cap of the first bucket (0: the same as --threshold-mb)\n";
+
+constexpr int kMaxReps = 100000;
+constexpr double kMaxMb = 1048576;  // 1 TiB
+
+struct Config {
+  int reps = 15;
+  double threshold_mb = 25, first_mb = 1;
+  bool help = false;
+};
+
+// Throws bench::BadArgument naming the first bad flag or value.
+Config parse(int argc, char** argv) {
+  const bench::KeyValues kv = bench::key_values(argc, argv, {"--reps", "--threshold-mb", "--first-bucket-mb"});
+  Config c;
+  c.help = kv.help;
+  if (kv.has("--reps")) c.reps = static_cast<int>(bench::int_argument("--reps", kv.at("--reps"), 1, kMaxReps));
+  if (kv.has("--threshold-mb"))  // at least a byte
+    c.threshold_mb = bench::number_argument(
+        "--threshold-mb", kv.at("--threshold-mb"), [](double v) { return v >= 1e-6 && v <= kMaxMb; },
+        "a number of MB from 0.000001 to 1048576");
+  if (kv.has("--first-bucket-mb"))
+    c.first_mb = bench::number_argument(
+        "--first-bucket-mb", kv.at("--first-bucket-mb"), [](double v) { return v >= 0 && v <= kMaxMb; },
+        "a number of MB from 0 to 1048576");
+  return c;
+}
 
 std::vector<int64_t> resnet50_sizes() {
   std::vector<int64_t> s{64 * 3 * 7 * 7, 64, 64};  // conv1, bn1
@@ -77,17 +111,23 @@ double timed(Communicator& c, const std::function<void()>& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Config cfg;
+  std::string bad;  // every rank parses the same arguments, so every rank sees the same error
+  try {
+    cfg = parse(argc, argv);
+  } catch (const bench::BadArgument& e) {
+    bad = e.what();
+  }
   MpiSession mpi(&argc, &argv);
   auto comm = mpi.world();
-  int reps = 15;
-  double threshold_mb = 25, first_mb = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k == "--reps") reps = std::stoi(argv[i + 1]);
-    if (k == "--threshold-mb") threshold_mb = std::stod(argv[i + 1]);
-    if (k == "--first-bucket-mb") first_mb = std::stod(argv[i + 1]);
-  }
   const int rank = comm->rank();
+  if (!bad.empty() || cfg.help) {  // all ranks leave here, before any collective; rank 0 says why
+    if (rank == 0 && !bad.empty()) std::fprintf(stderr, "bench_fusion: %s\n", bad.c_str());
+    if (rank == 0 && bad.empty()) std::fputs(kUsage, stdout);
+    return bad.empty() ? 0 : bench::kBadArguments;
+  }
+  const int reps = cfg.reps;
+  const double threshold_mb = cfg.threshold_mb, first_mb = cfg.first_mb;
   std::string json = "{\"bench\":\"fusion\",\"ranks\":" + std::to_string(comm->size());
   for (const auto& [name, sizes] : {std::pair{std::string("resnet50"), resnet50_sizes()},
                                     std::pair{std::string("many_small"), many_small_sizes()}}) {

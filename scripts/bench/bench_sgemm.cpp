@@ -1,15 +1,26 @@
 // bench_sgemm: single-core OpenBLAS sgemm rate (the "core's sgemm rate" that
 // training throughput is compared against). Square 1024^3 GEMM, repeated for
 // about a second; prints GFLOP/s, the OpenBLAS kernel family and a JSON line.
+// Takes no arguments but --help; any other: one line on stderr, exit 2.
 #include <chrono>
 #include <cstdio>
 #include <vector>
 
+#include "bench_args.h"
 #include "core/cpu.h"
 #include "ops/gemm.h"
 
-int main() {
+int main(int argc, char** argv) {
   using namespace lockstep;
+  try {
+    if (bench::no_arguments(argc, argv)) {
+      std::puts("usage: bench_sgemm (no arguments): single-thread 1024^3 sgemm rate");
+      return 0;
+    }
+  } catch (const bench::BadArgument& e) {
+    std::fprintf(stderr, "bench_sgemm: %s\n", e.what());
+    return bench::kBadArguments;
+  }
   set_compute_threads(1);
   const int64_t n = 1024;
   std::vector<float> a(n * n, 0.001f), b(n * n, 0.002f), c(n * n);
