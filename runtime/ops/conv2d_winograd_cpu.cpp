@@ -152,13 +152,24 @@ int64_t filter_floats(const Conv2dShape& s) {
   return 2 * Wino<R>::P * padded_channels(s.oc) * padded_channels(s.g.c);
 }
 
+// Ut[c][oc] = U[oc][c] for one plane (U: OC x Cp, Ut: Cp x OCp, zero where
+// oc >= OC), in 8x8 blocks so both sides are read and written in whole rows.
+LS_SIMD_CLONES void transpose_plane(const float* U, int64_t OC, int64_t Cp, int64_t OCp, float* Ut) {
+  for (int64_t c0 = 0; c0 < Cp; c0 += 8)
+    for (int64_t oc0 = 0; oc0 < OCp; oc0 += 8) {
+      f8 r[8];
+      for (int k = 0; k < 8; ++k) r[k] = oc0 + k < OC ? load8(U + (oc0 + k) * Cp + c0) : splat8(0.f);
+      transpose8x8(r);
+      for (int k = 0; k < 8; ++k) store8(Ut + (c0 + k) * OCp + oc0, r[k]);
+    }
+}
+
 // U[xi][oc][c] = (G g G^T)[xi] for w [OC][C][R][R], zero for padded channels;
 // with Ut, also its transpose Ut[xi][c][oc] (zero for padded rows and columns).
 template <int R>
 void transform_filters(const Conv2dShape& s, const float* w, float* U, float* Ut) {
   using W = Wino<R>;
   const int64_t C = s.g.c, Cp = padded_channels(C), OC = s.oc, OCp = padded_channels(OC), plane = OC * Cp;
-  if (Ut && (C != Cp || OC != OCp)) std::fill_n(Ut, W::P * Cp * OCp, 0.f);
   parallel_for(OC, kMinFilterRows, [&](int64_t o0, int64_t o1) {
     for (int64_t oc = o0; oc < o1; ++oc) {
       for (int xi = 0; xi < W::P; ++xi) std::fill(U + xi * plane + oc * Cp + C, U + xi * plane + (oc + 1) * Cp, 0.f);
@@ -166,11 +177,21 @@ void transform_filters(const Conv2dShape& s, const float* w, float* U, float* Ut
         float u[W::P];
         sandwich<W::A, R, W::A, R>(W::M.G, W::M.G, w + (oc * C + c) * R * R, u);
         for (int xi = 0; xi < W::P; ++xi) U[xi * plane + oc * Cp + c] = u[xi];
-        if (Ut)
-          for (int xi = 0; xi < W::P; ++xi) Ut[(xi * Cp + c) * OCp + oc] = u[xi];
       }
     }
   });
+  if (Ut)
+    parallel_for(W::P, 1, [&](int64_t x0, int64_t x1) {
+      for (int64_t xi = x0; xi < x1; ++xi) transpose_plane(U + xi * plane, OC, Cp, OCp, Ut + xi * Cp * OCp);
+    });
+}
+
+// The forward product M = Vt * U^T runs on Ut (sgemm_small's layout) where
+// sgemm_small's kernel takes it or output channels are padded (Ut's zero
+// columns keep M's padded lanes zero); otherwise OpenBLAS reads U transposed
+// and Ut is never built.
+bool forward_uses_ut(const Conv2dShape& s) {
+  return s.oc % 8 != 0 || sgemm_small_uses_kernel(Trans::N, 1, padded_channels(s.oc), s.g.c);
 }
 
 // dW[oc][c] (+)= (G^T S G) for S [P][OC][Cp].
@@ -349,16 +370,20 @@ LS_SIMD_CLONES void scatter_dx(const Conv2dShape& s, const Tiles& tl, int64_t n0
 // ---------------------------------------------------------------- one chunk of images
 
 template <int R>
-void forward_chunk(const Conv2dShape& s, const Tiles& tl, int64_t n0, int64_t nb, const float* x, const float* Ut,
-                   const float* b, float* y, bool relu, const Scratch& sc) {
+void forward_chunk(const Conv2dShape& s, const Tiles& tl, int64_t n0, int64_t nb, const float* x, const float* U,
+                   const float* Ut, const float* b, float* y, bool relu, const Scratch& sc) {
   using W = Wino<R>;
   const ConvGeometry& g = s.g;
   const int64_t C = g.c, Cp = padded_channels(C), OCp = padded_channels(s.oc), T = nb * tl.per_image;
   const int64_t vp = plane_stride(Cp * T), mp = plane_stride(OCp * T);
   load_inputs<R>(s, tl, x, n0, nb, T, sc);
-  // M[xi] (T x OCp) = Vt[xi] (T x C) * Ut[xi] (C x OCp); padded channels are zero in both.
-  for (int xi = 0; xi < W::P; ++xi)
-    sgemm_small(Trans::N, T, OCp, C, sc.V + xi * vp, Cp, Ut + xi * Cp * OCp, OCp, sc.M + xi * mp, OCp, false);
+  // M[xi] (T x OCp) = Vt[xi] (T x C) * U[xi]^T (C x OCp); padded channels are zero in Vt, U and Ut.
+  for (int xi = 0; xi < W::P; ++xi) {
+    if (Ut)
+      sgemm_small(Trans::N, T, OCp, C, sc.V + xi * vp, Cp, Ut + xi * Cp * OCp, OCp, sc.M + xi * mp, OCp, false);
+    else
+      sgemm(Trans::N, Trans::T, T, s.oc, C, 1.f, sc.V + xi * vp, Cp, U + xi * s.oc * Cp, Cp, 0.f, sc.M + xi * mp, OCp);
+  }
   for (int64_t img = 0; img < nb; ++img) {
     const float* Mi = sc.M + img * tl.per_image * OCp;
     float* yimg = y + (n0 + img) * s.oc * g.oh * g.ow;
@@ -413,12 +438,12 @@ void forward_impl(const Conv2dShape& s, const float* x, const float* w, const fl
   const int64_t nb = chunk_images(s, tl, W::P);
   const int threads = compute_threads(s.n, 1);
   float* U = ws.shared(filter_floats<R>(s));
-  float* Ut = U + filter_floats<R>(s) / 2;
+  float* Ut = forward_uses_ut(s) ? U + filter_floats<R>(s) / 2 : nullptr;
   transform_filters<R>(s, w, U, Ut);
   ws.reserve(threads, scratch_floats(s, tl, nb, W::P));
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     const Scratch sc = carve(ws.floats(t), s, tl, nb, W::P);
-    for (int64_t n = n0; n < n1; n += nb) forward_chunk<R>(s, tl, n, std::min(nb, n1 - n), x, Ut, b, y, relu, sc);
+    for (int64_t n = n0; n < n1; n += nb) forward_chunk<R>(s, tl, n, std::min(nb, n1 - n), x, U, Ut, b, y, relu, sc);
   });
 }
 
