@@ -23,12 +23,15 @@ struct Conv2dShape {
 // Images per GEMM chunk.
 int64_t conv2d_chunk(const Conv2dShape& s);
 
-// Algorithms. im2col+GEMM handles every shape; Winograd F(2x2, rxr)
-// (conv2d_winograd_cpu.cpp) handles 3x3 and 5x5 stride-1 layers with 2.25x
-// and 2.8x fewer multiplies. Auto picks Winograd where it applies and has
-// enough channels for its small-K GEMMs to pay off.
+// Algorithms. im2col+GEMM handles every shape; Winograd
+// (conv2d_winograd_cpu.cpp) handles 3x3 stride-1 layers as F(4x4, 3x3) (4x
+// fewer multiplies) or, for outputs too small for 4x4 tiles, F(2x2, 3x3)
+// (2.25x), and 5x5 stride-1 layers as F(2x2, 5x5) (2.8x). Auto picks Winograd
+// where it applies and has enough channels for its small-K GEMMs to pay off.
 enum class ConvAlgo { Auto, Im2col, Winograd };
 bool conv2d_winograd_applies(const Conv2dShape& s);
+// The output tile side m of F(m x m, r x r) Winograd uses for this shape (2 or 4).
+int conv2d_winograd_output_tile(const Conv2dShape& s);
 ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested);
 
 void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y,

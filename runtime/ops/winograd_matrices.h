@@ -1,34 +1,34 @@
-// Winograd F(2, r) transform matrices, built at compile time by the Toom-Cook
+// Winograd F(m, r) transform matrices, built at compile time by the Toom-Cook
 // construction from the interpolation points {0, 1, -1, 2, -2, ...} and
-// infinity (alpha = r + 1 points). With M(x) = prod_j (x - p_j) over the finite
+// infinity (alpha = m + r - 1 points). With M(x) = prod_j (x - p_j) over the finite
 // points and f_j = prod_{l != j} (p_j - p_l):
 //   G[j][k]  = p_j^k / f_j            (alpha x r; last row picks g's leading coefficient)
 //   BT[j]    = coefficients of M(x) / (x - p_j)   (alpha x alpha; last row: M(x))
-//   AT[i][j] = p_j^i                  (2 x alpha; last column picks y's leading term)
-// so that y = AT [ (G g G^T) .* (BT d BT^T) ] AT^T is the 2x2 correlation of a
-// (r+1)x(r+1) tile d with an r x r filter g. tests/ops check all three uses.
+//   AT[i][j] = p_j^i                  (m x alpha; last column picks y's leading term)
+// so that y = AT [ (G g G^T) .* (BT d BT^T) ] AT^T is the m x m correlation of
+// an alpha x alpha tile d with an r x r filter g. tests/ops check all three uses.
 #pragma once
 
 namespace lockstep::ops::winograd {
 
-template <int R>
+template <int R, int Mo>
 struct Matrices {
-  static constexpr int kA = R + 1;
+  static constexpr int kA = Mo + R - 1;
   double BT[kA][kA] = {};
   double G[kA][R] = {};
-  double AT[2][kA] = {};
+  double AT[Mo][kA] = {};
   // Transposes, so every transform is written as L * X * R^T.
   double B[kA][kA] = {};
   double GT[R][kA] = {};
-  double A[kA][2] = {};
+  double A[kA][Mo] = {};
 };
 
-template <int R>
-constexpr Matrices<R> make_matrices() {
-  constexpr int A = R + 1;
+template <int R, int Mo>
+constexpr Matrices<R, Mo> make_matrices() {
+  constexpr int A = Mo + R - 1;
   double pts[A - 1] = {};
   for (int j = 0; j < A - 1; ++j) pts[j] = j == 0 ? 0.0 : (j % 2 ? (j + 1) / 2 : -(j / 2));  // 0, 1, -1, 2, -2
-  Matrices<R> m;
+  Matrices<R, Mo> m;
   for (int j = 0; j < A - 1; ++j) {
     double f = 1.0;
     for (int l = 0; l < A - 1; ++l)
@@ -45,8 +45,8 @@ constexpr Matrices<R> make_matrices() {
       ++deg;
     }
     for (int d = 0; d < A; ++d) m.BT[j][d] = poly[d];
-    m.AT[0][j] = 1.0;
-    m.AT[1][j] = pts[j];
+    double pi = 1.0;
+    for (int i = 0; i < Mo; ++i, pi *= pts[j]) m.AT[i][j] = pi;
   }
   m.G[A - 1][R - 1] = 1.0;
   double poly[A + 1] = {1.0};
@@ -55,11 +55,11 @@ constexpr Matrices<R> make_matrices() {
     poly[0] = -pts[l] * poly[0];
   }
   for (int d = 0; d < A; ++d) m.BT[A - 1][d] = poly[d];
-  m.AT[1][A - 1] = 1.0;
+  m.AT[Mo - 1][A - 1] = 1.0;
   for (int i = 0; i < A; ++i) {
     for (int j = 0; j < A; ++j) m.B[i][j] = m.BT[j][i];
     for (int k = 0; k < R; ++k) m.GT[k][i] = m.G[i][k];
-    for (int k = 0; k < 2; ++k) m.A[i][k] = m.AT[k][i];
+    for (int k = 0; k < Mo; ++k) m.A[i][k] = m.AT[k][i];
   }
   return m;
 }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <set>
 
 #include "core/cpu.h"
 #include "core/rng.h"
@@ -293,15 +294,21 @@ TEST_CASE("Winograd and im2col Conv2d agree in forward and backward", "[conv][wi
     int64_t c, oc, k, pad, h, w, n;
     bool relu;
   };
+  std::set<int64_t> tiles_seen;  // 10 * kernel + output tile side
   for (const Case& k : {Case{8, 16, 3, 0, 26, 26, 3, true}, Case{16, 8, 3, 1, 7, 7, 5, false},
                         Case{8, 8, 3, 1, 14, 9, 2, true}, Case{24, 4, 3, 2, 5, 5, 4, false},
                         Case{8, 5, 3, 0, 3, 3, 7, true}, Case{3, 6, 3, 1, 8, 8, 2, false},
                         Case{20, 50, 5, 0, 13, 13, 4, true}, Case{16, 8, 5, 2, 12, 11, 3, false},
                         Case{11, 4, 5, 4, 5, 6, 2, true},
-                        // Over 128 channels: products sgemm_small hands to OpenBLAS.
-                        Case{136, 8, 3, 1, 6, 6, 2, true}, Case{8, 136, 3, 1, 5, 5, 2, false}}) {
+                        // F(4x4, 3x3): 32x32 outputs, batch 8 (512 tiles); with odd sizes.
+                        Case{8, 16, 3, 1, 32, 32, 8, true}, Case{16, 12, 3, 0, 31, 29, 9, false},
+                        // Over 128 channels: products sgemm_small hands to OpenBLAS
+                        // (F(4x4, 3x3) and F(2x2, 3x3)).
+                        Case{136, 8, 3, 1, 32, 32, 4, true}, Case{8, 136, 3, 1, 5, 5, 2, false}}) {
     INFO("C=" << k.c << " OC=" << k.oc << " k=" << k.k << " pad=" << k.pad << " " << k.h << "x" << k.w
               << " relu=" << k.relu);
+    const int64_t oh = k.h + 2 * k.pad - k.k + 1, ow = k.w + 2 * k.pad - k.k + 1;
+    tiles_seen.insert(k.k * 10 + ops::conv2d_winograd_output_tile({k.n, k.oc, {k.c, k.h, k.w, k.k, k.k, 1, k.pad, oh, ow}}));
     // Runs: im2col on 1 thread, Winograd on 1 thread, Winograd with the batch split over 2 threads.
     std::vector<float> out[3];
     for (int run = 0; run < 3; ++run) {
@@ -345,13 +352,16 @@ TEST_CASE("Winograd and im2col Conv2d agree in forward and backward", "[conv][wi
         worst = std::max(worst, static_cast<double>(std::abs(out[0][i] - out[run][i])));
         scale = std::max(scale, static_cast<double>(std::abs(out[0][i])));
       }
-      // Winograd reorders and rescales fp32 sums (F(2,5)'s transforms hold
-      // constants up to 5 and 1/24); measured error is below 4e-6 of the largest value.
+      // Winograd reorders and rescales fp32 sums (the alpha = 6 transforms of
+      // F(4,3) and F(2,5) hold constants up to 5 and 1/24). Measured, as a
+      // fraction of the largest value: F(4,3) up to 1.2e-5 (31x29, dW of
+      // 16 channels), F(2,5) 6.2e-6, F(2,3) 6e-7.
       const double tol = 2e-5;
       INFO("run " << run << ": max abs difference " << worst << " of max magnitude " << scale);
       CHECK(worst <= tol * std::max(1.0, scale));
     }
   }
+  CHECK(tiles_seen == std::set<int64_t>{32, 34, 52});  // F(2x2, 3x3), F(4x4, 3x3), F(2x2, 5x5)
 }
 
 TEST_CASE("accumulating backward adds to the parameter gradients", "[gradcheck]") {
