@@ -57,7 +57,8 @@ std::string config_json(const TrainConfig& c) {
                       {"cudnn_benchmark", c.cudnn_benchmark},
                       {"cudnn_deterministic", c.cudnn_deterministic},
                       {"cudnn_workspace_mb", c.cudnn_workspace_mb},
-                      {"layout", c.layout}};
+                      {"layout", c.layout},
+                      {"conv_algorithm", c.conv_algorithm}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -150,6 +150,9 @@ cxxopts::Options make_options() {
        "and replay it each step: one launch instead of one per kernel", cxxopts::value<bool>()->default_value("false"))
       ("layout", "memory order of 4-D activations: nchw, or nhwc (channels last, as GPU tensor cores read them); "
        "the same model, weights and checkpoints either way", s(d.layout))
+      ("conv-algorithm", "CPU: how NCHW convolutions run: auto (Winograd for 3x3 and 5x5 stride-1 layers with at "
+       "least 16 channels, im2col + GEMM for the rest), im2col (every layer: the fewest roundings), or winograd "
+       "(every layer Winograd can take)", s(d.conv_algorithm))
       ("cudnn-benchmark", "GPU: choose each convolution's cuDNN algorithms by timing them (once per layer shape "
        "and batch size, as PyTorch's cudnn.benchmark) instead of by cuDNN's heuristics",
        cxxopts::value<bool>()->default_value("false"))
@@ -440,6 +443,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.cudnn_workspace_mb <= 1048576, "--cudnn-workspace-mb: {} is more than 1048576 (1 TiB)",
                  c.cudnn_workspace_mb);
   c.layout = one_of("layout", str("layout"), {"nchw", "nhwc"});
+  c.conv_algorithm = one_of("conv-algorithm", str("conv-algorithm"), {"auto", "im2col", "winograd"});
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
@@ -492,6 +496,12 @@ void check_combinations(const TrainConfig& c) {
                  "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
   LS_CHECK_INPUT(!c.cuda_graph || c.device == "cuda", "--cuda-graph: needs --device cuda");
   LS_CHECK_INPUT(!c.cudnn_benchmark || c.device == "cuda", "--cudnn-benchmark: needs --device cuda");
+  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.device != "cuda",
+                 "--conv-algorithm {}: chooses the CPU's convolutions (on the GPU cuDNN chooses; see --cudnn-benchmark)",
+                 c.conv_algorithm);
+  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.layout == "nchw",
+                 "--conv-algorithm {}: needs --layout nchw (NHWC convolutions on the CPU are always im2col + GEMM)",
+                 c.conv_algorithm);
   LS_CHECK_INPUT(c.cudnn_deterministic || c.device == "cuda", "--cudnn-nondeterministic: needs --device cuda");
   LS_CHECK_INPUT(c.cudnn_workspace_mb == TrainConfig{}.cudnn_workspace_mb || c.device == "cuda",
                  "--cudnn-workspace-mb: needs --device cuda");

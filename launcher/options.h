@@ -61,6 +61,7 @@ struct TrainConfig {
   int loss_scale_window = 2000;           // fp16: finite steps before the scale doubles
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
   std::string layout = "nchw";            // memory order of 4-D activations: nchw or nhwc (tensor/layout.h)
+  std::string conv_algorithm = "auto";    // CPU convolutions: auto, im2col or winograd (ops/conv2d.h)
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
   bool cudnn_deterministic = true;        // GPU: deterministic convolution algorithms only (--cudnn-nondeterministic)
   int64_t cudnn_workspace_mb = 512;       // GPU: most scratch one cuDNN convolution call may use (MiB)

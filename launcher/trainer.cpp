@@ -27,6 +27,7 @@
 #include "data/synthetic.h"
 #include "metrics.h"
 #include "nn/loss.h"
+#include "ops/conv2d.h"
 #include "optim/loss_scaler.h"
 #include "progress.h"
 #include "recipe.h"
@@ -114,6 +115,9 @@ void Trainer::setup() {
   model_ = models::build_model(c_.model, spec, c_.seed);
   opt_ = make_optimizer(model_->params(), optimizer_config(c_));
   model_->net().set_layout(*layout_from_name(c_.layout));  // validated by the options
+  model_->net().set_conv_algorithm(c_.conv_algorithm == "im2col"     ? ops::ConvAlgo::Im2col
+                                   : c_.conv_algorithm == "winograd" ? ops::ConvAlgo::Winograd
+                                                                     : ops::ConvAlgo::Auto);
   if (c_.device == "cuda") {  // parameters, gradients, buffers and optimizer state move to the GPU
     dev_ = std::make_unique<DeviceRuntime>(c_, comm_);
     model_->to(dev_->device_allocator());

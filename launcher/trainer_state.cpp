@@ -52,6 +52,7 @@ Fingerprint Trainer::fingerprint() const {
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
       {"cuda-graph", c_.cuda_graph ? "on" : "off"},
+      {"conv-algorithm", c_.conv_algorithm},
       {"cudnn-benchmark", c_.cudnn_benchmark ? "on" : "off"},
       {"cudnn algorithms", fmt::format("{}, workspace up to {} MiB per call",
                                        c_.cudnn_deterministic ? "deterministic only" : "any (--cudnn-nondeterministic)",

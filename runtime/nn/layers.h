@@ -61,9 +61,9 @@ class Conv2d final : public Module {
   int64_t forward_flops(const Shape& in) const override;
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }
-  // Forces an algorithm (tests, benchmarks); Auto picks per shape. NHWC on
-  // the CPU has one algorithm (im2col + GEMM) and ignores it.
-  void set_algorithm(ops::ConvAlgo algo) { algo_ = algo; }
+  // Forces an algorithm (--conv-algorithm, tests); Auto picks per shape. NHWC
+  // on the CPU has one algorithm (im2col + GEMM) and ignores it.
+  void set_conv_algorithm(ops::ConvAlgo algo) override { algo_ = algo; }
   void set_layout(Layout layout) override { layout_ = layout; }
 
  private:

@@ -12,6 +12,10 @@
 #include "tensor/layout.h"
 #include "tensor/tensor.h"
 
+namespace lockstep::ops {
+enum class ConvAlgo;  // ops/conv2d.h
+}  // namespace lockstep::ops
+
 namespace lockstep {
 
 namespace cuda {
@@ -103,6 +107,9 @@ class Module {
   // set_layout tells every module. Modules whose tensors are not 4-D, or that
   // treat every element alike (ReLU, residual additions), ignore it.
   virtual void set_layout(Layout layout) { (void)layout; }
+  // The algorithm CPU convolutions use (ops/conv2d.h: Auto picks per shape).
+  // Containers pass it on; modules without convolutions ignore it.
+  virtual void set_conv_algorithm(ops::ConvAlgo algo) { (void)algo; }
   virtual bool has_parameters() const { return false; }
   virtual std::vector<const Parameter*> parameters() const { return {}; }
   // Forward multiply-adds x2 per sample (for throughput reports); 0 if negligible.

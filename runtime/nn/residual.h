@@ -30,6 +30,10 @@ class Residual final : public Module {
   std::vector<const Parameter*> parameters() const override;
   int64_t forward_flops(const Shape& in) const override;
   // Both chains take the layout; their input is already in it.
+  void set_conv_algorithm(ops::ConvAlgo algo) override {
+    branch_.set_conv_algorithm(algo);
+    shortcut_.set_conv_algorithm(algo);
+  }
   void set_layout(Layout layout) override {
     branch_.set_layout(layout, /*convert_input=*/false);
     shortcut_.set_layout(layout, /*convert_input=*/false);

@@ -72,6 +72,10 @@ void Sequential::set_layout(Layout layout, bool convert_input) {
   capacity_shape_ = Shape();  // aliasing may change (Flatten copies in NHWC)
 }
 
+void Sequential::set_conv_algorithm(ops::ConvAlgo algo) {
+  for (auto& l : layers_) l->set_conv_algorithm(algo);
+}
+
 void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu) {
   const std::shared_ptr<Allocator> alloc = allocator_for(device, gpu, "Sequential");
   LS_CHECK(!layers_.empty(), "Sequential has no layers");
