@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # resnet20 end to end on generated CIFAR-10-format data (tests/tools/make_cifar10.py):
-#   1. one rank trains 3 epochs with augmentation and must beat chance clearly;
+#   1. one rank trains 3 epochs with augmentation and must beat chance clearly:
+#      its best test accuracy over the epochs reaches 0.5 (chance 0.1). The
+#      best, not the last: on 300 test images with batch norm's running
+#      statistics from 31 steps an epoch, the last epoch's accuracy swings with
+#      fp32 rounding alone (0.49, 0.90, 0.99 from three builds that differ only
+#      in convolution summation order; 2026-11-23);
 #   2. --sync-batchnorm: 2 ranks x 16 equal 1 rank x 32 (batch statistics over
 #      the global batch): after one step weights and running statistics agree
 #      within 1e-5 (measured 1.6e-6, the same as 1 vs 2 threads at N=1); without
@@ -21,8 +26,9 @@ COMMON=(--model resnet20 --dataset cifar10 --data-dir "$WORK/data" --optimizer s
 # 1. Learning.
 "$TRAINER" "${COMMON[@]}" --global-batch-size 32 --lr 0.05 --epochs 3 --threads 2 \
   --metrics-file "$WORK/m.jsonl" > "$WORK/train.log"
-acc=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["test_acc"])' "$WORK/m.jsonl")
-echo "resnet20, 3 epochs on 1,000 generated CIFAR images: test accuracy $acc"
+acc=$(python3 -c 'import json,sys; print(max(r["test_acc"] for r in map(json.loads, open(sys.argv[1])) if "test_acc" in r))' \
+  "$WORK/m.jsonl")
+echo "resnet20, 3 epochs on 1,000 generated CIFAR images: best test accuracy $acc"
 python3 -c "import sys; sys.exit(0 if $acc >= 0.5 else 1)" || { echo "FAIL: accuracy $acc < 0.5 (chance 0.1)"; cat "$WORK/train.log"; exit 1; }
 
 # 2. Synchronised batch norm: N=2 equals N=1 at the same global batch.
