@@ -89,10 +89,11 @@ bool cpu_has_avx2_fma() {
 }  // namespace
 
 bool sgemm_small_uses_kernel(Trans ta, int64_t M, int64_t N, int64_t K) {
-  // Measured on a 2-core Zen 3 (AVX2) against OpenBLAS 0.3.21 with its C
-  // cleared first, as sgemm does (docs/benchmarks.md): the kernel is 1.2-1.9x
-  // faster at N = K = 16..64 and even at 128; for A^T with K = 512 tiles,
-  // 1.1-1.6x faster at M = N <= 64 and slower beyond.
+  // build/bench_gemm_small on the 2-core Zen 3 development machine (AVX2)
+  // against OpenBLAS 0.3.21 with C cleared first, as sgemm does
+  // (docs/benchmarks.md): 2.2x, 1.5x, 1.2x and 1.03x as fast at N = K = 16,
+  // 32, 64, 128 (M = 512), 0.83x at 256; for A^T with K = 512 tiles, 1.5x,
+  // 1.2x, 1.1x at M = N = 16, 32, 64, 0.86x at 128.
   if (N % 8 != 0 || !cpu_has_avx2_fma()) return false;
   return ta == Trans::N ? N <= 128 && K <= 128 : M <= 64 && N <= 64;
 }

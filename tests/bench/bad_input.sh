@@ -7,9 +7,9 @@
 # them under mpirun -np 2, where rank 0 alone prints the line (mpirun adds its
 # own banner) and every rank exits. --help must exit 0 with the usage on
 # stdout. Rows run concurrently: most of a row's time is MPI start-up.
-# usage: bad_input.sh bench_layers bench_allreduce bench_fusion bench_sgemm
+# usage: bad_input.sh bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small
 set -u
-declare -A BIN=([bench_layers]=$1 [bench_allreduce]=$2 [bench_fusion]=$3 [bench_sgemm]=$4)
+declare -A BIN=([bench_layers]=$1 [bench_allreduce]=$2 [bench_fusion]=$3 [bench_sgemm]=$4 [bench_gemm_small]=$5)
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 LIMIT=30
@@ -85,12 +85,14 @@ row fusion-unknown-key bench_fusion "unknown option '--rounds' (see --help)" --r
 row fusion-trailing bench_fusion "--reps needs a value" --reps
 start mpi fusion-mpirun-np2 bench_fusion "--reps must be an integer from 1 to 100000, got '0'" --reps 0
 
-# bench_sgemm takes no arguments.
+# bench_sgemm and bench_gemm_small take no arguments.
 row sgemm-flag bench_sgemm "unknown option '--size' (see --help)" --size 512
 row sgemm-positional bench_sgemm "unexpected argument '512' (see --help)" 512
+row gemm-small-flag bench_gemm_small "unknown option '--shape' (see --help)" --shape 16
+row gemm-small-positional bench_gemm_small "unexpected argument '16' (see --help)" 16
 
 # Positive: --help (and -h) print the usage and exit 0.
-for tool in bench_layers bench_allreduce bench_fusion bench_sgemm; do
+for tool in bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small; do
   start help "$tool-help" "$tool" "" --help
   start help "$tool-h" "$tool" "" -h
 done
