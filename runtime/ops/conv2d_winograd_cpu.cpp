@@ -492,7 +492,7 @@ int conv2d_winograd_output_tile(const Conv2dShape& s) {
   // (once per step) are 36 planes against 16. Take it where its products for
   // the whole (rounded-up) output are strictly fewer and the batch holds at
   // least 256 of its tiles: measured (2 threads) faster at resnet20's 8x8
-  // outputs with batch 64 (256 tiles; 7.1 -> 5.9 ms per block), slower at
+  // outputs with batch 64 (256 tiles; 7.1 -> 6.2 ms per block), slower at
   // resnet50's 8x8 with batch 32 (128 tiles; +11% forward) and 4x4 (32 tiles; +65%).
   const auto tiles = [&](int m) { return ((s.g.oh + m - 1) / m) * ((s.g.ow + m - 1) / m); };
   return tiles(4) * 36 < tiles(2) * 16 && s.n * tiles(4) >= 256 ? 4 : 2;
