@@ -216,21 +216,45 @@ void weights_from_s(const Conv2dShape& s, const float* S, float* dw, bool accumu
 
 // ---------------------------------------------------------------- NCHW planes <-> channel-interleaved planes
 
+// dst[y * row8 + x * 8 + k] = src[k * plane + y * width + x] for y < rows,
+// x < width, k < valid <= 8: `valid` NCHW channel planes into a
+// channel-interleaved region (lanes k >= valid untouched).
+LS_INLINE void nchw_to_plane8(const float* src, int64_t plane, int64_t rows, int64_t width, int64_t valid, float* dst,
+                              int64_t row8) {
+  for (int64_t y = 0; y < rows; ++y) {
+    float* d = dst + y * row8;
+    const float* r = src + y * width;
+    if (valid == 8) {
+      interleave_channels(r, plane, width, d);
+    } else {
+      for (int64_t x = 0; x < width; ++x)
+        for (int64_t k = 0; k < valid; ++k) d[x * 8 + k] = r[k * plane + x];
+    }
+  }
+}
+
+// The inverse: `valid` NCHW channel planes out of a channel-interleaved region.
+LS_INLINE void plane8_to_nchw(const float* src, int64_t row8, int64_t rows, int64_t width, int64_t valid, float* dst,
+                              int64_t plane) {
+  for (int64_t y = 0; y < rows; ++y) {
+    const float* r = src + y * row8;
+    float* d = dst + y * width;
+    if (valid == 8) {
+      deinterleave_channels(r, width, d, plane);
+    } else {
+      for (int64_t x = 0; x < width; ++x)
+        for (int64_t k = 0; k < valid; ++k) d[k * plane + x] = r[x * 8 + k];
+    }
+  }
+}
+
 // Fills p8 (ph x pw x 8) with channels [c0, c0 + 8) of one image (zeros for
 // channels >= C), zero-padded: p8[y + pad][x + pad] = x[y][x].
 LS_SIMD_CLONES void load_plane8(const ConvGeometry& g, const Tiles& tl, const float* ximg, int64_t c0, float* p8) {
   std::fill_n(p8, tl.ph * tl.pw * 8, 0.f);
-  const int64_t valid = std::min<int64_t>(8, g.c - c0), plane = g.h * g.w;
-  for (int64_t iy = 0; iy < g.h; ++iy) {
-    float* dst = p8 + ((iy + g.pad) * tl.pw + g.pad) * 8;
-    const float* src = ximg + c0 * plane + iy * g.w;
-    if (valid == 8) {
-      interleave_channels(src, plane, g.w, dst);
-    } else {
-      for (int64_t ix = 0; ix < g.w; ++ix)
-        for (int64_t k = 0; k < valid; ++k) dst[ix * 8 + k] = src[k * plane + ix];
-    }
-  }
+  const int64_t plane = g.h * g.w;
+  nchw_to_plane8(ximg + c0 * plane, plane, g.h, g.w, std::min<int64_t>(8, g.c - c0), p8 + (g.pad * tl.pw + g.pad) * 8,
+                 tl.pw * 8);
 }
 
 // ---------------------------------------------------------------- transforms
@@ -286,16 +310,7 @@ LS_SIMD_CLONES void store_outputs(const Conv2dShape& s, const Tiles& tl, const f
         store8(dst + (k / W::O) * row8 + (k % W::O) * 8, v);
       }
     }
-  float* out = yimg + oc0 * plane;
-  for (int64_t oy = 0; oy < g.oh; ++oy) {
-    const float* src = p8 + oy * row8;
-    if (valid == 8) {
-      deinterleave_channels(src, g.ow, out + oy * g.ow, plane);
-    } else {
-      for (int64_t ox = 0; ox < g.ow; ++ox)
-        for (int64_t k = 0; k < valid; ++k) out[k * plane + oy * g.ow + ox] = src[ox * 8 + k];
-    }
-  }
+  plane8_to_nchw(p8, row8, g.oh, g.ow, valid, yimg + oc0 * plane, plane);
 }
 
 // W = AT^T g AT for one image's 2x2 dy tiles g, output channels [oc0, oc0 + 8),
@@ -309,16 +324,7 @@ LS_SIMD_CLONES void load_grads(const Conv2dShape& s, const Tiles& tl, const floa
   const int64_t OCp = padded_channels(s.oc), row8 = tl.pw * 8, plane = g.oh * g.ow;
   const int64_t valid = std::min<int64_t>(8, s.oc - oc0);
   std::fill_n(p8, W::O * tl.th * row8, 0.f);
-  const float* src = dyimg + oc0 * plane;
-  for (int64_t oy = 0; oy < g.oh; ++oy) {
-    float* dst = p8 + oy * row8;
-    if (valid == 8) {
-      interleave_channels(src + oy * g.ow, plane, g.ow, dst);
-    } else {
-      for (int64_t ox = 0; ox < g.ow; ++ox)
-        for (int64_t k = 0; k < valid; ++k) dst[ox * 8 + k] = src[k * plane + oy * g.ow + ox];
-    }
-  }
+  nchw_to_plane8(dyimg + oc0 * plane, plane, g.oh, g.ow, valid, p8, row8);
   for (int64_t ti = 0; ti < tl.th; ++ti)
     for (int64_t tj = 0; tj < tl.tw; ++tj) {
       const float* cell = p8 + (W::O * ti) * row8 + (W::O * tj) * 8;
@@ -357,17 +363,8 @@ LS_SIMD_CLONES void scatter_dx(const Conv2dShape& s, const Tiles& tl, int64_t n0
             }
         }
       // dx[iy][ix] = plane[iy + pad][ix + pad] (the plane covers the image, see tiles_of)
-      const int64_t valid = std::min<int64_t>(8, g.c - c0);
-      float* out = dx + ((n0 + img) * g.c + c0) * plane;
-      for (int64_t iy = 0; iy < g.h; ++iy) {
-        const float* src = sc.p8 + ((iy + g.pad) * tl.pw + g.pad) * 8;
-        if (valid == 8) {
-          deinterleave_channels(src, g.w, out + iy * g.w, plane);
-        } else {
-          for (int64_t ix = 0; ix < g.w; ++ix)
-            for (int64_t k = 0; k < valid; ++k) out[k * plane + iy * g.w + ix] = src[ix * 8 + k];
-        }
-      }
+      plane8_to_nchw(sc.p8 + (g.pad * tl.pw + g.pad) * 8, row8, g.h, g.w, std::min<int64_t>(8, g.c - c0),
+                     dx + ((n0 + img) * g.c + c0) * plane, plane);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -128,5 +129,27 @@ inline std::string plain_quotes(const std::string& s) {
 
 // No arguments but -h / --help (true if given): BadArgument for any other.
 inline bool no_arguments(int argc, char** argv) { return key_values(argc, argv, {}).help; }
+
+// The MPI tools' argument handling. Every rank parses the same arguments
+// before MPI starts (parse_arguments: the error text, empty if none), so every
+// rank sees the same error; once MPI is up, stop_early has rank 0 print the
+// error or the usage and tells every rank to leave, before any collective,
+// with the exit code it returns (-1: go on).
+template <typename Config, typename Parse>
+std::string parse_arguments(Parse&& parse, int argc, char** argv, Config& cfg) {
+  try {
+    cfg = parse(argc, argv);
+  } catch (const BadArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline int stop_early(int rank, const char* tool, const std::string& bad, bool help, const char* usage) {
+  if (bad.empty() && !help) return -1;
+  if (rank == 0 && !bad.empty()) std::fprintf(stderr, "%s: %s\n", tool, bad.c_str());
+  if (rank == 0 && bad.empty()) std::fputs(usage, stdout);
+  return bad.empty() ? 0 : kBadArguments;
+}
 
 }  // namespace lockstep::bench

@@ -112,20 +112,11 @@ double timed(Communicator& c, const std::function<void()>& fn) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  std::string bad;  // every rank parses the same arguments, so every rank sees the same error
-  try {
-    cfg = parse(argc, argv);
-  } catch (const bench::BadArgument& e) {
-    bad = e.what();
-  }
+  const std::string bad = bench::parse_arguments(parse, argc, argv, cfg);
   MpiSession mpi(&argc, &argv);
   auto comm = mpi.world();
   const int rank = comm->rank();
-  if (!bad.empty() || cfg.help) {  // all ranks leave here, before any collective; rank 0 says why
-    if (rank == 0 && !bad.empty()) std::fprintf(stderr, "bench_fusion: %s\n", bad.c_str());
-    if (rank == 0 && bad.empty()) std::fputs(kUsage, stdout);
-    return bad.empty() ? 0 : bench::kBadArguments;
-  }
+  if (const int code = bench::stop_early(rank, "bench_fusion", bad, cfg.help, kUsage); code >= 0) return code;
   const int reps = cfg.reps;
   const double threshold_mb = cfg.threshold_mb, first_mb = cfg.first_mb;
   std::string json = "{\"bench\":\"fusion\",\"ranks\":" + std::to_string(comm->size());
