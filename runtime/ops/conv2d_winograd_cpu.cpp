@@ -111,12 +111,18 @@ int64_t padded_channels(int64_t c) { return (c + 7) / 8 * 8; }
 // same L1 sets and evict each other on every access.
 int64_t plane_stride(int64_t n) { return (n + 15) / 16 * 16 + 16; }
 
-// Images per chunk: about 512 tiles so the small-K GEMMs run efficiently, with
-// buffers up to 4 MB (measured best for lenet and keras-cnn on a 512 KB-L2 Zen 3).
+// Images per chunk: about 128 tiles, with transform buffers up to 1 MB, so a
+// chunk's V and M planes stay near the 512 KB L2 between the transforms and
+// the products. Measured on the 2-core Zen 3 once the products ran on
+// sgemm_small (2026-11-23; it needs no long panels to amortise packing, which
+// had set the earlier 512 tiles and 4 MB), medians of alternating rounds:
+// resnet20 (2 threads, batch 64) 732 -> 788 img/s, resnet50 at 64x64 (65, 60)
+// -> (67, 67), keras-cnn +1%, lenet within noise. 64 tiles and 512 KB:
+// resnet20 2% faster again, resnet50 3% slower.
 int64_t chunk_images(const Conv2dShape& s, const Tiles& t, int planes) {
   const int64_t per_image_floats = planes * (padded_channels(s.g.c) + padded_channels(s.oc)) * t.per_image;
-  const int64_t by_cache = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(per_image_floats, 1));
-  const int64_t by_width = std::max<int64_t>(1, (512 + t.per_image - 1) / t.per_image);
+  const int64_t by_cache = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(per_image_floats, 1));
+  const int64_t by_width = std::max<int64_t>(1, (128 + t.per_image - 1) / t.per_image);
   return std::clamp<int64_t>(std::min(by_cache, by_width), 1, std::max<int64_t>(s.n, 1));
 }
 
