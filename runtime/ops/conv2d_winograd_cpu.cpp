@@ -319,18 +319,25 @@ LS_SIMD_CLONES void store_outputs(const Conv2dShape& s, const Tiles& tl, const f
   plane8_to_nchw(p8, row8, g.oh, g.ow, valid, yimg + oc0 * plane, plane);
 }
 
-// W = AT^T g AT for one image's 2x2 dy tiles g, output channels [oc0, oc0 + 8),
+// W = AT^T g AT for one image's m x m dy tiles g, output channels [oc0, oc0 + 8),
 // into Wi ([xi][tile][OCp], plane stride mp); zero for channels >= OC and for
-// tile cells past the output's edge.
+// tile cells past the output's edge. With db, also adds each channel's sum of
+// dy (in element order, from the interleaved copy) to db[oc].
 template <int R, int Mo>
 LS_SIMD_CLONES void load_grads(const Conv2dShape& s, const Tiles& tl, const float* dyimg, int64_t oc0, float* p8,
-                               float* Wi, int64_t mp) {
+                               float* Wi, int64_t mp, float* db) {
   using W = Wino<R, Mo>;
   const ConvGeometry& g = s.g;
   const int64_t OCp = padded_channels(s.oc), row8 = tl.pw * 8, plane = g.oh * g.ow;
   const int64_t valid = std::min<int64_t>(8, s.oc - oc0);
   std::fill_n(p8, W::O * tl.th * row8, 0.f);
   nchw_to_plane8(dyimg + oc0 * plane, plane, g.oh, g.ow, valid, p8, row8);
+  if (db) {
+    f8 acc = splat8(0.f);
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) acc += load8(p8 + oy * row8 + ox * 8);
+    for (int64_t k = 0; k < valid; ++k) db[oc0 + k] += acc[k];
+  }
   for (int64_t ti = 0; ti < tl.th; ++ti)
     for (int64_t tj = 0; tj < tl.tw; ++tj) {
       const float* cell = p8 + (W::O * ti) * row8 + (W::O * tj) * 8;
@@ -413,19 +420,10 @@ void backward_chunk(const Conv2dShape& s, const Tiles& tl, int64_t n0, int64_t n
   const int64_t P = g.oh * g.ow, vp = plane_stride(Cp * T), mp = plane_stride(OCp * T);
   float* dyn = dy + n0 * OC * P;
   if (relu) relu_backward_serial(nb * OC * P, y + n0 * OC * P, dyn, dyn);
-  if (with_db) {
-    float* db = sc.S + W::P * OC * Cp;
-    for (int64_t oc = 0; oc < OC; ++oc)
-      for (int64_t img = 0; img < nb; ++img) {
-        const float* dc = dyn + (img * OC + oc) * P;
-        float acc = 0.f;
-        for (int64_t i = 0; i < P; ++i) acc += dc[i];
-        db[oc] += acc;
-      }
-  }
+  float* db = with_db ? sc.S + W::P * OC * Cp : nullptr;
   for (int64_t img = 0; img < nb; ++img)
     for (int64_t oc0 = 0; oc0 < OC; oc0 += 8)
-      load_grads<R, Mo>(s, tl, dyn + img * OC * P, oc0, sc.p8, sc.M + img * tl.per_image * OCp, mp);
+      load_grads<R, Mo>(s, tl, dyn + img * OC * P, oc0, sc.p8, sc.M + img * tl.per_image * OCp, mp, db);
   load_inputs<R, Mo>(s, tl, x, n0, nb, T, sc);
   // S[xi] (OC x Cp) += W[xi]^T (OC x T) * Vt[xi] (T x Cp)
   for (int xi = 0; xi < W::P; ++xi)

@@ -29,6 +29,8 @@ void sgemm_small(Trans ta, int64_t M, int64_t N, int64_t K, const float* A, int6
 
 // Which of the two sgemm_small uses for a shape (for tests and benchmarks).
 bool sgemm_small_uses_kernel(Trans ta, int64_t M, int64_t N, int64_t K);
+// Whether this CPU runs the kernel at all (AVX2 and FMA, in a build with the clones).
+bool sgemm_small_kernel_available();
 // The register-blocked kernel alone, whatever the shape and CPU (for tests).
 void sgemm_small_kernel(Trans ta, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                         int64_t ldb, float* C, int64_t ldc, bool accumulate);

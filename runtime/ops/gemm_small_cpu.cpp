@@ -78,7 +78,9 @@ LS_SIMD_CLONES void blocked(int64_t M, int64_t N, int64_t K, const float* A, int
   }
 }
 
-bool cpu_has_avx2_fma() {
+}  // namespace
+
+bool sgemm_small_kernel_available() {
 #if defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
@@ -86,15 +88,13 @@ bool cpu_has_avx2_fma() {
 #endif
 }
 
-}  // namespace
-
 bool sgemm_small_uses_kernel(Trans ta, int64_t M, int64_t N, int64_t K) {
   // build/bench_gemm_small on the 2-core Zen 3 development machine (AVX2)
   // against OpenBLAS 0.3.21 with C cleared first, as sgemm does
   // (docs/benchmarks.md): 2.2x, 1.5x, 1.2x and 1.03x as fast at N = K = 16,
   // 32, 64, 128 (M = 512), 0.83x at 256; for A^T with K = 512 tiles, 1.5x,
   // 1.2x, 1.1x at M = N = 16, 32, 64, 0.86x at 128.
-  if (N % 8 != 0 || !cpu_has_avx2_fma()) return false;
+  if (N % 8 != 0 || !sgemm_small_kernel_available()) return false;
   return ta == Trans::N ? N <= 128 && K <= 128 : M <= 64 && N <= 64;
 }
 
