@@ -200,6 +200,7 @@ void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
     winograd_filters_ready_ = true;
   } else {
     ops::conv2d_forward_cpu(s, x.data<float>(), w_->value.data<float>(), b, y.data<float>(), relu_, ws_);
+    winograd_filters_ready_ = false;  // the choice depends on the batch: no stale transform for a later backward
   }
 }
 

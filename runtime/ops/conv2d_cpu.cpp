@@ -3,6 +3,9 @@
 // The batch is split into contiguous parts, one per thread; in backward each
 // thread but the first accumulates dW/db into its own partial buffer, and the
 // partials are added in thread order (deterministic for a given thread count).
+// 1x1 stride-1 unpadded ("pointwise") layers with one image per chunk skip the
+// lowering: an image [C, H*W] already is its im2col matrix, so the GEMMs read
+// x and write dx in place (no im2col copy, no zeroing, no col2im).
 #include "ops/conv2d.h"
 
 #include <algorithm>
@@ -18,6 +21,8 @@ namespace {
 constexpr int64_t kMinColumns = 128;
 // ...while the chunk's im2col buffer stays within about a core's L2.
 constexpr int64_t kChunkBytes = int64_t{1} << 21;
+
+bool pointwise(const ConvGeometry& g) { return g.kh == 1 && g.kw == 1 && g.stride == 1 && g.pad == 0; }
 
 LS_SIMD_CLONES float sum(const float* v, int64_t n) {
   float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
@@ -46,12 +51,17 @@ void forward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_t
   float* tmp = scratch + K * nb_max * P;
   for (int64_t n0 = n_begin; n0 < n_end; n0 += nb_max) {
     const int64_t nb = std::min(nb_max, n_end - n0), ld = nb * P;
-    for (int64_t j = 0; j < nb; ++j) im2col(g, x + (n0 + j) * in_img, col + j * P, ld);
     if (nb == 1) {
+      const float* xcol = x + n0 * in_img;  // [K, P] as it stands for a pointwise layer
+      if (!pointwise(g)) {
+        im2col(g, xcol, col, ld);
+        xcol = col;
+      }
       float* yn = y + n0 * out_img;
       for (int64_t c = 0; c < s.oc; ++c) std::fill_n(yn + c * P, P, b ? b[c] : 0.f);
-      sgemm(Trans::N, Trans::N, s.oc, P, K, 1.f, w, K, col, ld, 1.f, yn, P);  // beta 1: bias already in y
+      sgemm(Trans::N, Trans::N, s.oc, P, K, 1.f, w, K, xcol, ld, 1.f, yn, P);  // beta 1: bias already in y
     } else {
+      for (int64_t j = 0; j < nb; ++j) im2col(g, x + (n0 + j) * in_img, col + j * P, ld);
       for (int64_t c = 0; c < s.oc; ++c) std::fill_n(tmp + c * ld, ld, b ? b[c] : 0.f);
       sgemm(Trans::N, Trans::N, s.oc, ld, K, 1.f, w, K, col, ld, 1.f, tmp, ld);
       for (int64_t j = 0; j < nb; ++j)
@@ -84,10 +94,15 @@ void backward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_
     }
     if (db)
       for (int64_t c = 0; c < s.oc; ++c) db[c] += sum(dY + c * ld, ld);
-    for (int64_t j = 0; j < nb; ++j) im2col(g, x + (n0 + j) * in_img, col + j * P, ld);
+    const bool direct = nb == 1 && pointwise(g);  // x is col; dx is dcol
+    const float* xcol = direct ? x + n0 * in_img : col;
+    if (!direct)
+      for (int64_t j = 0; j < nb; ++j) im2col(g, x + (n0 + j) * in_img, col + j * P, ld);
     // dW[OC, K] += dY[OC, ld] * col[K, ld]^T
-    sgemm(Trans::N, Trans::T, s.oc, K, ld, 1.f, dY, ld, col, ld, 1.f, dw, K);
-    if (dx) {
+    sgemm(Trans::N, Trans::T, s.oc, K, ld, 1.f, dY, ld, xcol, ld, 1.f, dw, K);
+    if (dx && direct) {
+      sgemm(Trans::T, Trans::N, K, ld, s.oc, 1.f, w, K, dY, ld, 0.f, dx + n0 * in_img, ld);
+    } else if (dx) {
       // dcol[K, ld] = W[OC, K]^T * dY[OC, ld]; col is free again, reuse it.
       sgemm(Trans::T, Trans::N, K, ld, s.oc, 1.f, w, K, dY, ld, 0.f, col, ld);
       for (int64_t j = 0; j < nb; ++j) {
@@ -105,9 +120,18 @@ ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested) {
   // Winograd's GEMMs have K = input channels (forward) or output channels
   // (data gradient); below this they run too far under the sgemm peak to win.
   constexpr int64_t kMinChannels = 16;
+  // Each of Winograd's P products streams a C x OC filter plane past the
+  // batch's tiles; with few tiles (a 2x2 output is one F(2x2) tile per image)
+  // that streaming, and the filter transforms, cost more than the multiplies
+  // saved. Measured on resnet50's 2x2 stage (3x3, 512 -> 512, 2 threads,
+  // 2026-11-24, fwd + bwd): 32 tiles (batch 32) 31.2 ms Winograd vs 28.7 ms
+  // im2col; 64 tiles (batch 64) about even (56 vs 58); 256 tiles 38 vs 50.
+  constexpr int64_t kMinTiles = 64;
   if (requested == ConvAlgo::Im2col || !conv2d_winograd_applies(s)) return ConvAlgo::Im2col;
   if (requested == ConvAlgo::Winograd) return ConvAlgo::Winograd;
-  return s.g.c >= kMinChannels && s.oc >= kMinChannels ? ConvAlgo::Winograd : ConvAlgo::Im2col;
+  const int64_t tiles = s.n * ((s.g.oh + 1) / 2) * ((s.g.ow + 1) / 2);  // F(2x2) tiles in the batch
+  return s.g.c >= kMinChannels && s.oc >= kMinChannels && tiles >= kMinTiles ? ConvAlgo::Winograd
+                                                                             : ConvAlgo::Im2col;
 }
 
 int64_t conv2d_chunk(const Conv2dShape& s) {
@@ -134,7 +158,7 @@ void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, c
   // Per thread: scratch, then (threads > 0) a partial dW [OC, K] and db [OC].
   const int64_t scratch = scratch_floats(s, nb);
   ws.reserve(threads, scratch + s.oc * K + s.oc);
-  if (!accumulate) {
+  if (s.n == 0 && !accumulate) {  // no range runs to zero them below
     std::fill_n(dw, s.oc * K, 0.f);
     if (db) std::fill_n(db, s.oc, 0.f);
   }
@@ -146,14 +170,19 @@ void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, c
       pdw = buf + scratch;
       pdb = db ? pdw + s.oc * K : nullptr;
       std::fill_n(pdw, s.oc * K + s.oc, 0.f);
+    } else if (!accumulate) {
+      std::fill_n(dw, s.oc * K, 0.f);
+      if (db) std::fill_n(db, s.oc, 0.f);
     }
     backward_range(s, n0, n1, nb, x, w, y, dy, dx, pdw, pdb, relu, buf);
   });
-  for (int t = 1; t < threads; ++t) {
-    const float* pdw = ws.floats(t) + scratch;
-    add_inplace_serial(s.oc * K, pdw, dw);
-    if (db) add_inplace_serial(s.oc, pdw + s.oc * K, db);
-  }
+  // Partials added in thread order for every element (split over elements: the same sums).
+  if (threads > 1)
+    parallel_for(s.oc * K, int64_t{1} << 14, [&](int64_t e0, int64_t e1) {
+      for (int t = 1; t < threads; ++t) add_inplace_serial(e1 - e0, ws.floats(t) + scratch + e0, dw + e0);
+    });
+  if (db)
+    for (int t = 1; t < threads; ++t) add_inplace_serial(s.oc, ws.floats(t) + scratch + s.oc * K, db);
 }
 
 }  // namespace lockstep::ops

@@ -364,6 +364,26 @@ TEST_CASE("Winograd and im2col Conv2d agree in forward and backward", "[conv][wi
   CHECK(tiles_seen == std::set<int64_t>{32, 34, 52});  // F(2x2, 3x3), F(4x4, 3x3), F(2x2, 5x5)
 }
 
+TEST_CASE("Conv2d picks Winograd only where it pays: enough channels and tiles", "[conv][winograd]") {
+  // n images of an s x s input, C -> OC channels, k x k kernel, stride, pad k / 2.
+  const auto shape = [](int64_t n, int64_t c, int64_t oc, int64_t k, int64_t stride, int64_t s) {
+    const int64_t pad = k / 2, o = (s + 2 * pad - k) / stride + 1;
+    return ops::Conv2dShape{n, oc, {c, s, s, k, k, stride, pad, o, o}};
+  };
+  using ops::ConvAlgo;
+  CHECK(ops::conv2d_choose(shape(32, 64, 64, 3, 1, 8), ConvAlgo::Auto) == ConvAlgo::Winograd);    // 512 tiles
+  CHECK(ops::conv2d_choose(shape(64, 512, 512, 3, 1, 2), ConvAlgo::Auto) == ConvAlgo::Winograd);  // 64 tiles
+  CHECK(ops::conv2d_choose(shape(32, 512, 512, 3, 1, 2), ConvAlgo::Auto) == ConvAlgo::Im2col);    // 32 tiles
+  CHECK(ops::conv2d_choose(shape(64, 8, 64, 3, 1, 8), ConvAlgo::Auto) == ConvAlgo::Im2col);       // 8 channels in
+  CHECK(ops::conv2d_choose(shape(64, 64, 8, 5, 1, 8), ConvAlgo::Auto) == ConvAlgo::Im2col);       // 8 channels out
+  CHECK(ops::conv2d_choose(shape(64, 64, 64, 3, 2, 8), ConvAlgo::Auto) == ConvAlgo::Im2col);      // stride 2
+  CHECK(ops::conv2d_choose(shape(64, 64, 64, 1, 1, 8), ConvAlgo::Auto) == ConvAlgo::Im2col);      // 1x1
+  // Forcing: Winograd wherever it applies, im2col always.
+  CHECK(ops::conv2d_choose(shape(32, 512, 512, 3, 1, 2), ConvAlgo::Winograd) == ConvAlgo::Winograd);
+  CHECK(ops::conv2d_choose(shape(64, 64, 64, 3, 2, 8), ConvAlgo::Winograd) == ConvAlgo::Im2col);
+  CHECK(ops::conv2d_choose(shape(32, 64, 64, 3, 1, 8), ConvAlgo::Im2col) == ConvAlgo::Im2col);
+}
+
 TEST_CASE("accumulating backward adds to the parameter gradients", "[gradcheck]") {
   Harness hn(std::make_unique<Conv2d>(2, 3, 3, 1, 1));
   Rng rng(8);
