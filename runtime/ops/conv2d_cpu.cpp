@@ -124,7 +124,7 @@ ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested) {
   // batch's tiles; with few tiles (a 2x2 output is one F(2x2) tile per image)
   // that streaming, and the filter transforms, cost more than the multiplies
   // saved. Measured on resnet50's 2x2 stage (3x3, 512 -> 512, 2 threads,
-  // 2026-11-24, fwd + bwd): 32 tiles (batch 32) 31.2 ms Winograd vs 28.7 ms
+  // 2026-11-23, fwd + bwd): 32 tiles (batch 32) 31.2 ms Winograd vs 28.7 ms
   // im2col; 64 tiles (batch 64) about even (56 vs 58); 256 tiles 38 vs 50.
   constexpr int64_t kMinTiles = 64;
   if (requested == ConvAlgo::Im2col || !conv2d_winograd_applies(s)) return ConvAlgo::Im2col;

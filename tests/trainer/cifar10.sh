@@ -6,10 +6,13 @@
 #   - N=2 (mpirun) and N=1 reach a test accuracy well above chance (10%);
 #   - N=1 and N=2 have the same weights within fp32 reduction-order noise
 #     (augmentation is keyed by sample, not by rank or batch position): after
-#     20 steps (into epoch 2) within 1e-4 relative (measured 2e-5; with
-#     --augment none on one side: 0.18), and after all 90 steps within 3e-2
-#     (measured 5e-3; the noise grows as much without augmentation, the
-#     training being chaotic; crop-flip vs none at 90 steps: 0.56);
+#     20 steps (into epoch 2) at a tenth of the learning rate within 1e-4
+#     relative (measured 1.6e-7 on a Zen 4; with --augment none on one side:
+#     2.2e-2). Not at the full rate, nor after all 90 steps: the training is
+#     chaotic there (a ReLU or pooling choice between near-equal values going
+#     the other way). At lr 0.02 on a Zen 3: 2e-5 after 20 steps, 5e-3 after
+#     90; on a Zen 4 (OpenBLAS Cooperlake kernels): 1.3e-3 after 20, 0.23
+#     after 90 (crop-flip vs none: 0.18 and 0.56);
 #   - N=2 stopped after 40 steps (mid-epoch 3) and resumed ends bitwise equal
 #     to the straight run (the augmentation epoch survives the checkpoint);
 #   - --augment none trains to different weights (augmentation is applied).
@@ -41,19 +44,18 @@ print(f"N=2 final test accuracy {acc:.3f} (chance 0.1)")
 assert acc >= 0.7, f"test accuracy {acc} is not clearly above chance"
 PY
 
-mpirun -np 1 "$TRAINER" $ARGS --metrics-file "$WORK/m1.jsonl" --save-weights "$WORK/n1.safetensors" > "$WORK/n1.log"
+mpirun -np 1 "$TRAINER" $ARGS --metrics-file "$WORK/m1.jsonl" > "$WORK/n1.log"
 python3 - "$WORK/m1.jsonl" <<'PY'
 import json, sys
 acc = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l][-1]["test_acc"]
 print(f"N=1 final test accuracy {acc:.3f}")
 assert acc >= 0.7, f"test accuracy {acc} is not clearly above chance"
 PY
-echo -n "N=1 vs N=2 after 6 epochs, crop-flip on: "
-"$CMP" "$WORK/n1.safetensors" "$WORK/n2.safetensors" --rtol 3e-2 || fail "N=1 and N=2 final weights differ"
+SLOW=${ARGS/--lr 0.02/--lr 0.002}
 for n in 1 2; do
-  mpirun -np $n --oversubscribe "$TRAINER" $ARGS --max-steps 20 --save-weights "$WORK/s20-$n.safetensors" > /dev/null
+  mpirun -np $n --oversubscribe "$TRAINER" $SLOW --max-steps 20 --save-weights "$WORK/s20-$n.safetensors" > /dev/null
 done
-echo -n "N=1 vs N=2 after 20 steps, crop-flip on: "
+echo -n "N=1 vs N=2 after 20 steps at lr 0.002, crop-flip on: "
 "$CMP" "$WORK/s20-1.safetensors" "$WORK/s20-2.safetensors" --rtol 1e-4 || fail "N=1 and N=2 differ beyond fp32 noise"
 
 mpirun -np 2 --oversubscribe "$TRAINER" $ARGS --max-steps 40 --checkpoint-dir "$WORK/ckpt" > /dev/null
@@ -63,8 +65,8 @@ grep -q "resumed from .*ckpt-000000040.safetensors at step 40 (epoch 3" "$WORK/r
 echo -n "N=2 straight vs 40 steps + resume: "
 "$CMP" "$WORK/n2.safetensors" "$WORK/resumed.safetensors" --exact || fail "resumed run differs"
 
-mpirun -np 1 "$TRAINER" $ARGS --max-steps 20 --augment none --save-weights "$WORK/plain.safetensors" > "$WORK/plain.log"
+mpirun -np 1 "$TRAINER" $SLOW --max-steps 20 --augment none --save-weights "$WORK/plain.safetensors" > "$WORK/plain.log"
 grep -q "augmented" "$WORK/plain.log" && fail "--augment none still reports augmentation"
-echo -n "N=1 after 20 steps, crop-flip vs --augment none (must differ): "
-if "$CMP" "$WORK/s20-1.safetensors" "$WORK/plain.safetensors" --rtol 1e-2; then fail "augmentation changed nothing"; fi
+echo -n "N=1 after 20 steps at lr 0.002, crop-flip vs --augment none (must differ): "
+if "$CMP" "$WORK/s20-1.safetensors" "$WORK/plain.safetensors" --rtol 1e-3; then fail "augmentation changed nothing"; fi
 echo "cifar10: all checks passed in ${SECONDS}s"
