@@ -32,6 +32,8 @@ enum class ConvAlgo { Auto, Im2col, Winograd };
 bool conv2d_winograd_applies(const Conv2dShape& s);
 // The output tile side m of F(m x m, r x r) Winograd uses for this shape (2 or 4).
 int conv2d_winograd_output_tile(const Conv2dShape& s);
+// m x m output tiles per image (the output rounded up to multiples of m).
+int64_t conv2d_winograd_tiles(const Conv2dShape& s, int m);
 ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested);
 
 void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y,

@@ -129,7 +129,7 @@ ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested) {
   constexpr int64_t kMinTiles = 64;
   if (requested == ConvAlgo::Im2col || !conv2d_winograd_applies(s)) return ConvAlgo::Im2col;
   if (requested == ConvAlgo::Winograd) return ConvAlgo::Winograd;
-  const int64_t tiles = s.n * ((s.g.oh + 1) / 2) * ((s.g.ow + 1) / 2);  // F(2x2) tiles in the batch
+  const int64_t tiles = s.n * conv2d_winograd_tiles(s, 2);
   return s.g.c >= kMinChannels && s.oc >= kMinChannels && tiles >= kMinTiles ? ConvAlgo::Winograd
                                                                              : ConvAlgo::Im2col;
 }
@@ -158,10 +158,13 @@ void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, c
   // Per thread: scratch, then (threads > 0) a partial dW [OC, K] and db [OC].
   const int64_t scratch = scratch_floats(s, nb);
   ws.reserve(threads, scratch + s.oc * K + s.oc);
-  if (s.n == 0 && !accumulate) {  // no range runs to zero them below
+  // Thread 0 accumulates straight into dW/db and clears them first, inside the
+  // parallel region (no range runs for an empty batch: cleared here then).
+  const auto clear_grads = [&] {
     std::fill_n(dw, s.oc * K, 0.f);
     if (db) std::fill_n(db, s.oc, 0.f);
-  }
+  };
+  if (s.n == 0 && !accumulate) clear_grads();
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     float* buf = ws.floats(t);
     float* pdw = dw;
@@ -171,8 +174,7 @@ void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, c
       pdb = db ? pdw + s.oc * K : nullptr;
       std::fill_n(pdw, s.oc * K + s.oc, 0.f);
     } else if (!accumulate) {
-      std::fill_n(dw, s.oc * K, 0.f);
-      if (db) std::fill_n(db, s.oc, 0.f);
+      clear_grads();
     }
     backward_range(s, n0, n1, nb, x, w, y, dy, dx, pdw, pdb, relu, buf);
   });

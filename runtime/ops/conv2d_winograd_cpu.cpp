@@ -486,6 +486,10 @@ bool conv2d_winograd_applies(const Conv2dShape& s) {
   return (g.kh == 3 || g.kh == 5) && g.kw == g.kh && g.stride == 1 && g.pad < g.kh && g.oh > 0 && g.ow > 0;
 }
 
+int64_t conv2d_winograd_tiles(const Conv2dShape& s, int m) {
+  return tiles_of(s, m).per_image;
+}
+
 int conv2d_winograd_output_tile(const Conv2dShape& s) {
   if (s.g.kh != 3) return 2;
   // F(4x4, 3x3) needs 36 products per 16 outputs against F(2x2, 3x3)'s 16 per
@@ -495,8 +499,8 @@ int conv2d_winograd_output_tile(const Conv2dShape& s) {
   // least 256 of its tiles: measured (2 threads) faster at resnet20's 8x8
   // outputs with batch 64 (256 tiles; 7.1 -> 6.2 ms per block), slower at
   // resnet50's 8x8 with batch 32 (128 tiles; +11% forward) and 4x4 (32 tiles; +65%).
-  const auto tiles = [&](int m) { return ((s.g.oh + m - 1) / m) * ((s.g.ow + m - 1) / m); };
-  return tiles(4) * 36 < tiles(2) * 16 && s.n * tiles(4) >= 256 ? 4 : 2;
+  const int64_t t2 = conv2d_winograd_tiles(s, 2), t4 = conv2d_winograd_tiles(s, 4);
+  return t4 * 36 < t2 * 16 && s.n * t4 >= 256 ? 4 : 2;
 }
 
 void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* b, float* y,
