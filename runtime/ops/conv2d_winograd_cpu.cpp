@@ -516,6 +516,13 @@ void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const flo
 void conv2d_winograd_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
                                   float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws,
                                   bool filters_from_forward) {
+  if (s.n == 0) {  // no tile: no thread clears its sums, so nothing below would overwrite dw and db
+    if (!accumulate) {
+      std::fill_n(dw, s.oc * s.g.c * s.g.kh * s.g.kw, 0.f);
+      if (db) std::fill_n(db, s.oc, 0.f);
+    }
+    return;
+  }
   if (s.g.kh == 5)
     backward_impl<5, 2>(s, x, w, y, dy, dx, dw, db, accumulate, relu, ws, filters_from_forward);
   else if (conv2d_winograd_output_tile(s) == 4)

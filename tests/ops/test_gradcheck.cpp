@@ -9,6 +9,7 @@
 // MaxPool2d inputs are kept at least 0.05 away from their kinks (h = 1e-3).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -362,6 +363,34 @@ TEST_CASE("Winograd and im2col Conv2d agree in forward and backward", "[conv][wi
     }
   }
   CHECK(tiles_seen == std::set<int64_t>{32, 34, 52});  // F(2x2, 3x3), F(4x4, 3x3), F(2x2, 5x5)
+}
+
+TEST_CASE("Winograd conv2d backward with an empty batch overwrites or keeps dw and db", "[conv][winograd]") {
+  // After a call with images, the workspace holds that call's weight-gradient
+  // sums; an empty batch must not hand them back as its gradient. (One image
+  // before it: the same chunking, so the same place in the workspace.)
+  Rng rng(31);
+  const auto shape = [](int64_t n) { return ops::Conv2dShape{n, 16, {16, 8, 8, 3, 3, 1, 1, 8, 8}}; };
+  const ops::Conv2dShape full = shape(1), empty = shape(0);
+  std::vector<float> x(16 * 64), w(16 * 16 * 9), y(16 * 64);
+  for (float& v : x) v = rng.normal();
+  for (float& v : w) v = rng.normal();
+  std::vector<float> dy = y;
+  for (float& v : dy) v = rng.normal();
+  for (bool accumulate : {false, true}) {
+    INFO("accumulate=" << accumulate);
+    ops::Workspace ws;
+    std::vector<float> dw(w.size()), db(16);
+    ops::conv2d_winograd_forward_cpu(full, x.data(), w.data(), nullptr, y.data(), false, ws);
+    ops::conv2d_winograd_backward_cpu(full, x.data(), w.data(), y.data(), dy.data(), nullptr, dw.data(), db.data(),
+                                      false, false, ws);
+    const std::vector<float> dw0 = dw, db0 = db;
+    REQUIRE(std::any_of(dw0.begin(), dw0.end(), [](float v) { return v != 0.f; }));
+    ops::conv2d_winograd_backward_cpu(empty, nullptr, w.data(), nullptr, nullptr, nullptr, dw.data(), db.data(),
+                                      accumulate, false, ws);
+    CHECK(dw == (accumulate ? dw0 : std::vector<float>(dw.size(), 0.f)));
+    CHECK(db == (accumulate ? db0 : std::vector<float>(db.size(), 0.f)));
+  }
 }
 
 TEST_CASE("Conv2d picks Winograd only where it pays: enough channels and tiles", "[conv][winograd]") {
