@@ -463,6 +463,8 @@ void backward_impl(const Conv2dShape& s, const float* x, const float* w, const f
   float* U = ws.shared(filter_floats<R, Mo>(s));  // the forward's buffer: the same size, so not reallocated
   if (!filters_from_forward) transform_filters<R, Mo>(s, w, U, nullptr);
   ws.reserve(threads, scratch_floats(s, tl, nb, W::P));
+  float* S = carve(ws.floats(0), s, tl, nb, W::P).S;
+  if (s.n == 0) std::fill_n(S, splane + s.oc, 0.f);  // the region runs no thread to clear its sums
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     const Scratch sc = carve(ws.floats(t), s, tl, nb, W::P);
     std::fill_n(sc.S, splane + s.oc, 0.f);
@@ -470,7 +472,6 @@ void backward_impl(const Conv2dShape& s, const float* x, const float* w, const f
       backward_chunk<R, Mo>(s, tl, n, std::min(nb, n1 - n), x, U, y, dy, dx, db != nullptr, relu, sc);
   });
   // Thread partials added in thread order for every element (split over elements: the same sums).
-  float* S = carve(ws.floats(0), s, tl, nb, W::P).S;
   parallel_for(splane + s.oc, int64_t{1} << 14, [&](int64_t b, int64_t e) {
     for (int t = 1; t < threads; ++t) add_inplace_serial(e - b, carve(ws.floats(t), s, tl, nb, W::P).S + b, S + b);
   });
@@ -516,13 +517,6 @@ void conv2d_winograd_forward_cpu(const Conv2dShape& s, const float* x, const flo
 void conv2d_winograd_backward_cpu(const Conv2dShape& s, const float* x, const float* w, const float* y, float* dy,
                                   float* dx, float* dw, float* db, bool accumulate, bool relu, Workspace& ws,
                                   bool filters_from_forward) {
-  if (s.n == 0) {  // no tile: no thread clears its sums, so nothing below would overwrite dw and db
-    if (!accumulate) {
-      std::fill_n(dw, s.oc * s.g.c * s.g.kh * s.g.kw, 0.f);
-      if (db) std::fill_n(db, s.oc, 0.f);
-    }
-    return;
-  }
   if (s.g.kh == 5)
     backward_impl<5, 2>(s, x, w, y, dy, dx, dw, db, accumulate, relu, ws, filters_from_forward);
   else if (conv2d_winograd_output_tile(s) == 4)
