@@ -183,6 +183,8 @@ cxxopts::Options make_options() {
        cxxopts::value<bool>()->default_value("false"));
   o.add_options("outputs")
       ("metrics-file", "write per-epoch metrics as JSON Lines to this file", s(""))
+      ("tensorboard-dir", "write TensorBoard event files (scalars per step and per epoch) here (rank 0); "
+       "created if missing", s(""))
       ("timeline", "write a Chrome trace per rank (PATH, or PATH with .rank<r> before the extension)", s(""))
       ("save-weights", "write the final weights (safetensors) to this file", s(""))
       ("load-weights", "start from these weights (safetensors)", s(""))
@@ -479,6 +481,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.keep_checkpoints = static_cast<int>(keep);
   c.resume = r["resume"].as<bool>();
   c.metrics_file = str("metrics-file");
+  c.tensorboard_dir = str("tensorboard-dir");
   c.timeline = str("timeline");
   c.save_weights = str("save-weights");
   c.load_weights = str("load-weights");
@@ -550,16 +553,18 @@ void validate_paths(const TrainConfig& c, bool rank0) {
     check_writable("timeline", dir);
   }
   if (!rank0) return;
-  if (!c.checkpoint_dir.empty()) {
-    const fs::path d(c.checkpoint_dir);
+  // Directories rank 0 writes into, created if missing: the parent must exist.
+  for (const auto& [flag, dir] :
+       {std::pair{"checkpoint-dir", c.checkpoint_dir}, std::pair{"tensorboard-dir", c.tensorboard_dir}}) {
+    if (dir.empty()) continue;
+    const fs::path d(dir);
     if (!fs::exists(d)) {
       const fs::path parent = d.has_parent_path() ? d.parent_path() : fs::path(".");
-      LS_CHECK_INPUT(fs::is_directory(parent), "--checkpoint-dir: parent directory {} does not exist",
-                     parent.string());
-      check_writable("checkpoint-dir", parent);
+      LS_CHECK_INPUT(fs::is_directory(parent), "--{}: parent directory {} does not exist", flag, parent.string());
+      check_writable(flag, parent);
     } else {
-      LS_CHECK_INPUT(fs::is_directory(d), "--checkpoint-dir: {} is not a directory", c.checkpoint_dir);
-      check_writable("checkpoint-dir", d);
+      LS_CHECK_INPUT(fs::is_directory(d), "--{}: {} is not a directory", flag, dir);
+      check_writable(flag, d);
     }
   }
   for (const auto& [flag, path] : {std::pair{"metrics-file", c.metrics_file}, std::pair{"save-weights", c.save_weights}}) {

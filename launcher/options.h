@@ -85,6 +85,7 @@ struct TrainConfig {
   bool resume = false;
   // outputs
   std::string metrics_file;
+  std::string tensorboard_dir;    // TensorBoard event files (rank 0)
   std::string save_weights;
   std::string load_weights;
   std::string timeline;           // Chrome trace per rank

@@ -26,6 +26,7 @@
 #include "data/mnist.h"
 #include "data/synthetic.h"
 #include "metrics.h"
+#include "profiling/tfevents.h"
 #include "nn/loss.h"
 #include "ops/conv2d.h"
 #include "optim/loss_scaler.h"
@@ -360,6 +361,12 @@ TrainSummary Trainer::run() {
   const int K = c_.accumulate_steps;
   std::unique_ptr<MetricsWriter> metrics;
   if (rank0() && !c_.metrics_file.empty()) metrics = std::make_unique<MetricsWriter>(c_.metrics_file);
+  // TensorBoard: per step rank 0's own loss (its shard; the reduced loss is the
+  // epoch's) and the learning rate; per epoch what the metrics file holds.
+  std::unique_ptr<EventFileWriter> tb;
+  if (rank0() && !c_.tensorboard_dir.empty())
+    tb = std::make_unique<EventFileWriter>(c_.tensorboard_dir, "--tensorboard-dir");
+  LossStats tb_seen;  // train_loss's sums at the last per-step event
   PrefetchLoader loader(*train_, micro_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator());
   const bool crop_flip = augmentation(c_) == "crop-flip";  // training batches only; evaluate() never augments
   const bool progress_on =
@@ -399,6 +406,7 @@ TrainSummary Trainer::run() {
         std::move(augment));
     bar.start(label, steps_now);
     train_loss.reset();
+    tb_seen = LossStats{};
     double bar_loss = 0;
     const auto t_epoch = Clock::now();
     auto tick = t_epoch;
@@ -473,6 +481,15 @@ TrainSummary Trainer::run() {
         bar.clear();
         break;
       }
+      if (tb && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {  // GPU: each read waits
+        if (dev_) dev_->wait_graph_steps();
+        const LossStats l = train_loss.read();
+        if (l.count > tb_seen.count) {
+          const double loss = (l.loss_sum - tb_seen.loss_sum) / static_cast<double>(l.count - tb_seen.count);
+          tb->scalars(progress_.step, {{"train/loss_rank0", loss}, {"train/lr", sched_.lr(progress_.step - 1)}});
+        }
+        tb_seen = l;
+      }
       if (progress_on && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {
         if (dev_) dev_->wait_graph_steps();
         const LossStats l = train_loss.read();
@@ -506,6 +523,17 @@ TrainSummary Trainer::run() {
                       {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
                       {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
                       {"lr", sched_.lr(progress_.step - 1)}});
+    if (tb) {
+      std::vector<std::pair<std::string, double>> v = {{"epoch/train_loss", tr.mean_loss()},
+                                                       {"epoch/train_accuracy", tr.acc()},
+                                                       {"epoch/images_per_sec", ips},
+                                                       {"epoch/seconds", train_s}};
+      if (c_.eval) {
+        v.emplace_back("epoch/test_loss", test.loss);
+        v.emplace_back("epoch/test_accuracy", test.acc);
+      }
+      tb->scalars(progress_.step, v);
+    }
     if (fp16) {  // the epoch's train loss read has already waited for the device
       const LossScaleState st = dev_->read_loss_scale();
       log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped,
@@ -513,6 +541,9 @@ TrainSummary Trainer::run() {
       if (metrics)
         metrics->write({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
                         {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});
+      if (tb)
+        tb->scalars(progress_.step,
+                    {{"train/loss_scale", st.scale}, {"train/skipped_steps", static_cast<double>(st.skipped)}});
     }
     train_times.push_back(train_s);
     test_times.push_back(test_s);

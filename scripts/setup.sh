@@ -19,11 +19,14 @@ PACKAGES=(
   clang libclang-rt-dev libomp-dev                            # fuzzing (scripts/fuzz.sh): clang, libFuzzer, OpenMP
 )
 # A virtual environment over Debian's python3 (so it sees python3-torch) with
-# the reference `safetensors` package from PyPI (not packaged by Debian). The
-# interop test loads our weights with it; nothing else needs it.
+# the reference `safetensors` package and `tensorboard` from PyPI (neither is
+# packaged by Debian). The interop tests load our weights and read our event
+# files with them; nothing else needs them.
 PYENV="$(cd "$(dirname "$0")/.." && pwd)/.pyenv"
 
-pyenv_ready() { [[ -x "$PYENV/bin/python" ]] && "$PYENV/bin/python" -c "import safetensors, torch" 2>/dev/null; }
+pyenv_ready() {
+  [[ -x "$PYENV/bin/python" ]] && "$PYENV/bin/python" -c "import safetensors, tensorboard, torch" 2>/dev/null
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -45,8 +48,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if ! pyenv_ready; then
-  echo "setup.sh: creating $PYENV with safetensors"
+  echo "setup.sh: creating $PYENV with safetensors and tensorboard"
   /usr/bin/python3 -m venv --system-site-packages "$PYENV"
-  "$PYENV/bin/pip" install -q --disable-pip-version-check safetensors
+  "$PYENV/bin/pip" install -q --disable-pip-version-check safetensors tensorboard
 fi
 echo "setup.sh: done"

@@ -410,6 +410,10 @@ row ckpt-dir-is-file 2 trainer "--checkpoint-dir: $OUT/precious.safetensors is n
 row ckpt-no-parent 2 trainer "--checkpoint-dir: parent directory $WORK/no/such does not exist" -- $SYN --checkpoint-dir "$WORK/no/such/ck"
 row ckpt-new-dir-bad-weights 2 trainer "$W/flip-data.safetensors: tensor 'layers.3.bias' fails its checksum" -- $LW "$W/flip-data.safetensors" --checkpoint-dir "$OUT/new-ckpt"
 row ckpt-resume-no-dir 2 trainer "--resume needs --checkpoint-dir" -- $SYN --resume
+row tb-dir-is-file 2 trainer "--tensorboard-dir: $OUT/precious.safetensors is not a directory" -- $SYN --tensorboard-dir "$OUT/precious.safetensors"
+row tb-no-parent 2 trainer "--tensorboard-dir: parent directory $WORK/no/such does not exist" -- $SYN --tensorboard-dir "$WORK/no/such/tb"
+row tb-unwritable 2 nobody "--tensorboard-dir: cannot write to directory $WORK/read-only (Permission denied)" -- $SYN --tensorboard-dir "$WORK/read-only/tb"
+row tb-env-no-parent 2 trainer "--tensorboard-dir: parent directory $WORK/no/such does not exist (set by LOCKSTEP_TENSORBOARD_DIR)" LOCKSTEP_TENSORBOARD_DIR="$WORK/no/such/tb" -- $SYN
 row ckpt-unwritable 2 nobody "--checkpoint-dir: cannot write to directory $WORK/read-only (Permission denied)" -- $SYN --checkpoint-dir "$WORK/read-only"
 row ckpt-unwritable-parent 2 nobody "--checkpoint-dir: cannot write to directory $WORK/read-only (Permission denied)" -- $SYN --checkpoint-dir "$WORK/read-only/ck"
 row metrics-unwritable 2 nobody "--metrics-file: cannot write to directory $WORK/read-only (Permission denied)" -- $SYN --metrics-file "$WORK/read-only/m.jsonl"

@@ -104,8 +104,10 @@ int run(int argc, char** argv) {
 
   if (rank == 0) {
     if (flag.data<float>()[0] != 0) return std::fprintf(stderr, "consumer: replicas differ after training\n"), 1;
-    if (!(last < 0.5 * first)) return std::fprintf(stderr, "consumer: loss %.4f -> %.4f did not halve\n", first, last), 1;
-    if (out.shape() != Shape{2, 10}) return std::fprintf(stderr, "consumer: lenet gave %s\n", out.shape().str().c_str()), 1;
+    if (!(last < 0.5 * first))
+      return std::fprintf(stderr, "consumer: loss %.4f -> %.4f did not halve\n", first, last), 1;
+    if (out.shape() != Shape{2, 10})
+      return std::fprintf(stderr, "consumer: lenet gave %s\n", out.shape().str().c_str()), 1;
     std::printf("consumer: ok on %d ranks: loss %.4f -> %.4f in %lld steps, replicas identical, lenet -> %s\n", size,
                 first, last, static_cast<long long>(kSteps), out.shape().str().c_str());
   }
