@@ -34,7 +34,7 @@ TEST_CASE("a global batch holds the same samples at any world size", "[data]") {
   }
 }
 
-TEST_CASE("each epoch is a permutation; epochs and seeds differ", "[data]") {
+TEST_CASE("each epoch is a permutation, and epochs and seeds differ", "[data]") {
   TrainSampler s(100, 10, 1, 0, 7);
   std::vector<int64_t> all, idx;
   for (int64_t st = 0; st < 10; ++st) {
