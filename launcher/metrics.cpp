@@ -1,8 +1,10 @@
-// MetricsWriter.
+// MetricsWriter and RunRecords.
 #include "metrics.h"
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -18,10 +20,53 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {
-  if (!f_) return;
   const std::string line = record.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     LS_INPUT_ERROR("--metrics-file: write to {} failed ({})", path_, std::strerror(errno));
+}
+
+RunRecords::RunRecords(const std::string& metrics_file, const std::string& tensorboard_dir) {
+  if (!metrics_file.empty()) metrics_ = std::make_unique<MetricsWriter>(metrics_file);
+  if (!tensorboard_dir.empty()) events_ = std::make_unique<EventFileWriter>(tensorboard_dir, "--tensorboard-dir");
+}
+
+namespace {
+
+// TensorBoard tags of a record's keys, in the order they are written.
+std::vector<std::pair<std::string, double>> tagged(const nlohmann::json& record,
+                                                   std::initializer_list<std::pair<const char*, const char*>> keys) {
+  std::vector<std::pair<std::string, double>> v;
+  for (const auto& [key, tag] : keys) v.emplace_back(tag, record.at(key).get<double>());
+  return v;
+}
+
+}  // namespace
+
+void RunRecords::epoch(const nlohmann::json& record, bool eval) {
+  write(record);
+  if (!events_) return;
+  auto v = tagged(record, {{"train_loss", "epoch/train_loss"}, {"train_acc", "epoch/train_accuracy"},
+                           {"images_per_sec", "epoch/images_per_sec"}, {"seconds", "epoch/seconds"}});
+  if (eval)
+    for (auto& t : tagged(record, {{"test_loss", "epoch/test_loss"}, {"test_acc", "epoch/test_accuracy"}}))
+      v.push_back(std::move(t));
+  events_->scalars(record.at("step").get<int64_t>(), v);
+}
+
+void RunRecords::loss_scale(const nlohmann::json& record) {
+  write(record);
+  if (events_)
+    events_->scalars(record.at("step").get<int64_t>(),
+                     tagged(record, {{"loss_scale", "train/loss_scale"}, {"skipped_steps", "train/skipped_steps"}}));
+}
+
+void RunRecords::step(int64_t step, const LossStats& so_far, double lr) {
+  if (!events_) return;
+  if (so_far.count > seen_.count) {
+    const double loss = (so_far.loss_sum - seen_.loss_sum) / static_cast<double>(so_far.count - seen_.count);
+    events_->scalars(step, {{"train/loss_rank0", loss}, {"train/lr", lr}});
+  }
+  seen_ = so_far;
 }
 
 }  // namespace lockstep

@@ -1,16 +1,24 @@
-// Metrics file: JSON Lines, one object per line, flushed as written so a
-// running job can be followed. Opened only after every input was validated.
+// What a run records beside its log (rank 0), each output optional:
+//   MetricsWriter  the metrics file: JSON Lines, one object per line, flushed
+//                  as written so a running job can be followed.
+//   RunRecords     the metrics file and TensorBoard event files together: one
+//                  record per epoch goes to both; per step, TensorBoard gets
+//                  rank 0's running loss and the learning rate.
+// Opened only after every input was validated.
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "nn/loss.h"
+#include "profiling/tfevents.h"
 
 namespace lockstep {
 
 class MetricsWriter {
  public:
-  MetricsWriter() = default;  // disabled
   explicit MetricsWriter(const std::string& path);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
@@ -20,6 +28,34 @@ class MetricsWriter {
  private:
   std::FILE* f_ = nullptr;
   std::string path_;
+};
+
+class RunRecords {
+ public:
+  // Empty names turn an output off (both off on every rank but 0).
+  RunRecords(const std::string& metrics_file, const std::string& tensorboard_dir);
+
+  // Metrics file only ("stopped", "summary").
+  void write(const nlohmann::json& record) {
+    if (metrics_) metrics_->write(record);
+  }
+  // An "epoch" record: to the metrics file, and its train_* (and, with `eval`,
+  // test_*), images_per_sec and seconds values to TensorBoard as epoch/* at its step.
+  void epoch(const nlohmann::json& record, bool eval);
+  // A "loss_scale" record (fp16): to the metrics file, and to TensorBoard as train/*.
+  void loss_scale(const nlohmann::json& record);
+
+  // Per step (TensorBoard only): true when step() writes anything.
+  bool wants_steps() const { return events_ != nullptr; }
+  void begin_epoch() { seen_ = LossStats{}; }
+  // `so_far`: rank 0's loss sums since begin_epoch(); writes train/loss_rank0
+  // (the mean since the last step() that had new samples) and train/lr.
+  void step(int64_t step, const LossStats& so_far, double lr);
+
+ private:
+  std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<EventFileWriter> events_;
+  LossStats seen_;
 };
 
 }  // namespace lockstep

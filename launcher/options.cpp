@@ -1,5 +1,6 @@
 // Trainer options: declaration, LOCKSTEP_* environment mapping, conversion
-// with messages that name the flag, and validation.
+// with messages that name the flag, and validation (the filesystem checks
+// themselves are in option_paths.cpp).
 #include "options.h"
 
 #include <cxxopts.hpp>
@@ -12,7 +13,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <typeinfo>
@@ -23,7 +23,6 @@
 #include "core/error.h"
 #include "data/cifar10.h"
 #include "data/mnist.h"
-#include "device_check.h"
 #include "job_control.h"
 #include "registry.h"
 
@@ -534,56 +533,11 @@ void check_combinations(const TrainConfig& c) {
                  kCifar10Url);
 }
 
-// The run creates files in `dir` only once setup has succeeded: find out now
-// that it cannot (root passes access() except on a read-only file system).
-void check_writable(const char* flag, const std::filesystem::path& dir) {
-  LS_CHECK_INPUT(access(dir.c_str(), W_OK | X_OK) == 0, "--{}: cannot write to directory {} ({})", flag, dir.string(),
-                 std::strerror(errno));
-}
-
-void validate_paths(const TrainConfig& c, bool rank0) {
-  namespace fs = std::filesystem;
-  if (c.dataset != "synthetic")
-    LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
-  if (c.device == "cuda") check_cuda_device_usable();
-  if (!c.timeline.empty()) {  // every rank writes its own trace
-    const fs::path p(c.timeline);
-    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-    LS_CHECK_INPUT(fs::is_directory(dir), "--timeline: directory {} does not exist", dir.string());
-    check_writable("timeline", dir);
-  }
-  if (!rank0) return;
-  // Directories rank 0 writes into, created if missing: the parent must exist.
-  for (const auto& [flag, dir] :
-       {std::pair{"checkpoint-dir", c.checkpoint_dir}, std::pair{"tensorboard-dir", c.tensorboard_dir}}) {
-    if (dir.empty()) continue;
-    const fs::path d(dir);
-    if (!fs::exists(d)) {
-      const fs::path parent = d.has_parent_path() ? d.parent_path() : fs::path(".");
-      LS_CHECK_INPUT(fs::is_directory(parent), "--{}: parent directory {} does not exist", flag, parent.string());
-      check_writable(flag, parent);
-    } else {
-      LS_CHECK_INPUT(fs::is_directory(d), "--{}: {} is not a directory", flag, dir);
-      check_writable(flag, d);
-    }
-  }
-  for (const auto& [flag, path] : {std::pair{"metrics-file", c.metrics_file}, std::pair{"save-weights", c.save_weights}}) {
-    if (path.empty()) continue;
-    const fs::path p(path);
-    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-    LS_CHECK_INPUT(fs::is_directory(dir), "--{}: directory {} does not exist", flag, dir.string());
-    LS_CHECK_INPUT(!fs::is_directory(p), "--{}: {} is a directory", flag, path);
-    check_writable(flag, dir);
-  }
-  if (!c.load_weights.empty())
-    LS_CHECK_INPUT(fs::is_regular_file(c.load_weights), "--load-weights: {} is not a file", c.load_weights);
-}
-
 }  // namespace
 
 void validate_train_config(const TrainConfig& c, bool rank0) {
   try {
-    validate_paths(c, rank0);
+    check_option_paths(c, rank0);
   } catch (const InputError& err) {  // name the variable when one, not the command line, set the option
     std::vector<std::pair<std::string, std::string>> flag_variables;
     for (const OptionSetting& s : c.settings)

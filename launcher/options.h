@@ -107,6 +107,9 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& config);
 // work. Outputs, checkpoints and --load-weights are used by rank 0 only and
 // checked only where `rank0` is true.
 void validate_train_config(const TrainConfig& config, bool rank0);
+// The checks themselves (option_paths.cpp); validate_train_config adds the
+// LOCKSTEP_* variable that set a flag its error names.
+void check_option_paths(const TrainConfig& config, bool rank0);
 
 // "batch-size=64 [LOCKSTEP_BATCH_SIZE], epochs=2 [command line]; defaults: model=lenet, ...":
 // every option's effective value; those set first, with where they were set.

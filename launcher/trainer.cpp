@@ -29,7 +29,6 @@
 #include "nn/loss.h"
 #include "ops/conv2d.h"
 #include "optim/loss_scaler.h"
-#include "profiling/tfevents.h"
 #include "progress.h"
 #include "recipe.h"
 #include "reductions.h"
@@ -359,14 +358,7 @@ void Trainer::graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulato
 TrainSummary Trainer::run() {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
-  std::unique_ptr<MetricsWriter> metrics;
-  if (rank0() && !c_.metrics_file.empty()) metrics = std::make_unique<MetricsWriter>(c_.metrics_file);
-  // TensorBoard: per step rank 0's own loss (its shard; the reduced loss is the
-  // epoch's) and the learning rate; per epoch what the metrics file holds.
-  std::unique_ptr<EventFileWriter> tb;
-  if (rank0() && !c_.tensorboard_dir.empty())
-    tb = std::make_unique<EventFileWriter>(c_.tensorboard_dir, "--tensorboard-dir");
-  LossStats tb_seen;  // train_loss's sums at the last per-step event
+  RunRecords records(rank0() ? c_.metrics_file : "", rank0() ? c_.tensorboard_dir : "");
   PrefetchLoader loader(*train_, micro_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator());
   const bool crop_flip = augmentation(c_) == "crop-flip";  // training batches only; evaluate() never augments
   const bool progress_on =
@@ -406,7 +398,7 @@ TrainSummary Trainer::run() {
         std::move(augment));
     bar.start(label, steps_now);
     train_loss.reset();
-    tb_seen = LossStats{};
+    records.begin_epoch();
     double bar_loss = 0;
     const auto t_epoch = Clock::now();
     auto tick = t_epoch;
@@ -481,19 +473,12 @@ TrainSummary Trainer::run() {
         bar.clear();
         break;
       }
-      if (tb && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {  // GPU: each read waits
-        if (dev_) dev_->wait_graph_steps();
-        const LossStats l = train_loss.read();
-        if (l.count > tb_seen.count) {
-          const double loss = (l.loss_sum - tb_seen.loss_sum) / static_cast<double>(l.count - tb_seen.count);
-          tb->scalars(progress_.step, {{"train/loss_rank0", loss}, {"train/lr", sched_.lr(progress_.step - 1)}});
-        }
-        tb_seen = l;
-      }
-      if (progress_on && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {
+      // Rank 0's running loss for the bar and TensorBoard (on the GPU each read waits).
+      if ((progress_on || records.wants_steps()) && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {
         if (dev_) dev_->wait_graph_steps();
         const LossStats l = train_loss.read();
         bar_loss = l.count > 0 ? l.loss_sum / static_cast<double>(l.count) : 0.0;
+        records.step(progress_.step, l, sched_.lr(progress_.step - 1));
       }
       bar.update(s + 1, bar_loss, static_cast<double>((s + 1) * micro_batch_ * K * world) / seconds_since(t_epoch),
                  s + 1 == steps_now);
@@ -518,32 +503,17 @@ TrainSummary Trainer::run() {
     else
       log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | {:.2f}s | {} img/s", label, 100 * tr.acc(), tr.mean_loss(),
                  train_s, group_thousands(ips));
-    if (metrics)
-      metrics->write({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
-                      {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
-                      {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
-                      {"lr", sched_.lr(progress_.step - 1)}});
-    if (tb) {
-      std::vector<std::pair<std::string, double>> v = {{"epoch/train_loss", tr.mean_loss()},
-                                                       {"epoch/train_accuracy", tr.acc()},
-                                                       {"epoch/images_per_sec", ips},
-                                                       {"epoch/seconds", train_s}};
-      if (c_.eval) {
-        v.emplace_back("epoch/test_loss", test.loss);
-        v.emplace_back("epoch/test_accuracy", test.acc);
-      }
-      tb->scalars(progress_.step, v);
-    }
+    records.epoch({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
+                   {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
+                   {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
+                   {"lr", sched_.lr(progress_.step - 1)}},
+                  c_.eval);
     if (fp16) {  // the epoch's train loss read has already waited for the device
       const LossScaleState st = dev_->read_loss_scale();
       log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped,
                  progress_.step);
-      if (metrics)
-        metrics->write({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
-                        {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});
-      if (tb)
-        tb->scalars(progress_.step,
-                    {{"train/loss_scale", st.scale}, {"train/skipped_steps", static_cast<double>(st.skipped)}});
+      records.loss_scale({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
+                          {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});
     }
     train_times.push_back(train_s);
     test_times.push_back(test_s);
@@ -566,9 +536,8 @@ TrainSummary Trainer::run() {
     else
       log_->info("stopped by {} after step {}: checkpoint in {}; continue with --resume", signal_name(sum.stopped_by),
                  progress_.step, c_.checkpoint_dir);
-    if (metrics)
-      metrics->write({{"type", "stopped"}, {"signal", signal_name(sum.stopped_by)}, {"step", progress_.step},
-                      {"checkpoint_dir", c_.checkpoint_dir}});
+    records.write({{"type", "stopped"}, {"signal", signal_name(sum.stopped_by)}, {"step", progress_.step},
+                   {"checkpoint_dir", c_.checkpoint_dir}});
     return sum;
   }
   if (c_.check_replicas_every > 0)
@@ -602,19 +571,18 @@ TrainSummary Trainer::run() {
                c_.model, train_->sample_shape().str(), micro_batch_ * K, world, world == 1 ? "" : "s",
                group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
                std::llround(measured_steps), progress_.step - first_step - std::llround(measured_steps));
-  if (metrics)
-    metrics->write({{"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
-                    {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
-                    {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
-                    {"lr", effective_lr(c_, global_batch_)},
-                    {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
-                    {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
-                    {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
-                    {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
-                    {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
-                    {"comm_wait_seconds", sum.comm_wait_seconds},
-                    {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
-                    {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}});
+  records.write({{"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
+                 {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
+                 {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
+                 {"lr", effective_lr(c_, global_batch_)},
+                 {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
+                 {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
+                 {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
+                 {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
+                 {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
+                 {"comm_wait_seconds", sum.comm_wait_seconds},
+                 {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
+                 {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}});
   if (!c_.save_weights.empty()) sync_buffers();
   if (rank0() && !c_.save_weights.empty()) {
     const auto [mean, std] = train_->input_normalization();
