@@ -173,22 +173,41 @@ LS_SIMD_CLONES void transpose_plane(const float* U, int64_t OC, int64_t Cp, int6
     }
 }
 
+// U[xi][oc][c0..c0+8) = (G g G^T)[xi] for 8 input channels of one output
+// channel at a time: their filters (8 runs of R*R taps in w [OC][C][R][R]) are
+// transposed into one vector per tap, so the transform is 8-wide and each
+// plane's store is one contiguous 8-float write. Zero for padded channels.
+template <int R, int Mo>
+LS_SIMD_CLONES void transform_filter_rows(const Conv2dShape& s, const float* w, float* U, int64_t o0, int64_t o1) {
+  using W = Wino<R, Mo>;
+  constexpr int K = R * R;
+  const int64_t C = s.g.c, Cp = padded_channels(C), plane = s.oc * Cp;
+  for (int64_t oc = o0; oc < o1; ++oc)
+    for (int64_t c0 = 0; c0 < Cp; c0 += 8) {
+      const int64_t valid = std::min<int64_t>(8, C - c0);
+      const float* src = w + (oc * C + c0) * K;
+      alignas(32) float taps[K * 8];
+      if (valid == 8) {
+        interleave_channels(src, K, K, taps);
+      } else {
+        std::fill_n(taps, K * 8, 0.f);
+        for (int64_t j = 0; j < valid; ++j)
+          for (int k = 0; k < K; ++k) taps[k * 8 + j] = src[j * K + k];
+      }
+      f8 g[K], u[W::P];
+      for (int k = 0; k < K; ++k) g[k] = load8(taps + k * 8);
+      sandwich<W::A, R, W::A, R>(W::M.G, W::M.G, g, u);
+      for (int xi = 0; xi < W::P; ++xi) store8(U + xi * plane + oc * Cp + c0, u[xi]);
+    }
+}
+
 // U[xi][oc][c] = (G g G^T)[xi] for w [OC][C][R][R], zero for padded channels;
 // with Ut, also its transpose Ut[xi][c][oc] (zero for padded rows and columns).
 template <int R, int Mo>
 void transform_filters(const Conv2dShape& s, const float* w, float* U, float* Ut) {
   using W = Wino<R, Mo>;
-  const int64_t C = s.g.c, Cp = padded_channels(C), OC = s.oc, OCp = padded_channels(OC), plane = OC * Cp;
-  parallel_for(OC, kMinFilterRows, [&](int64_t o0, int64_t o1) {
-    for (int64_t oc = o0; oc < o1; ++oc) {
-      for (int xi = 0; xi < W::P; ++xi) std::fill(U + xi * plane + oc * Cp + C, U + xi * plane + (oc + 1) * Cp, 0.f);
-      for (int64_t c = 0; c < C; ++c) {
-        float u[W::P];
-        sandwich<W::A, R, W::A, R>(W::M.G, W::M.G, w + (oc * C + c) * R * R, u);
-        for (int xi = 0; xi < W::P; ++xi) U[xi * plane + oc * Cp + c] = u[xi];
-      }
-    }
-  });
+  const int64_t Cp = padded_channels(s.g.c), OC = s.oc, OCp = padded_channels(OC), plane = OC * Cp;
+  parallel_for(OC, kMinFilterRows, [&](int64_t o0, int64_t o1) { transform_filter_rows<R, Mo>(s, w, U, o0, o1); });
   if (Ut)
     parallel_for(W::P, 1, [&](int64_t x0, int64_t x1) {
       for (int64_t xi = x0; xi < x1; ++xi) transpose_plane(U + xi * plane, OC, Cp, OCp, Ut + xi * Cp * OCp);
@@ -203,21 +222,40 @@ bool forward_uses_ut(const Conv2dShape& s) {
   return s.oc % 8 != 0 || sgemm_small_uses_kernel(Trans::N, 1, padded_channels(s.oc), s.g.c);
 }
 
-// dW[oc][c] (+)= (G^T S G) for S [P][OC][Cp].
+// dW[oc][c] (+)= (G^T S G) for S [P][OC][Cp], 8 input channels at a time: a
+// plane's 8 sums are one contiguous load, and the R*R results for the 8
+// channels are transposed back into their filters' runs of taps.
+template <int R, int Mo>
+LS_SIMD_CLONES void weight_rows_from_s(const Conv2dShape& s, const float* S, float* dw, bool accumulate, int64_t o0,
+                                       int64_t o1) {
+  using W = Wino<R, Mo>;
+  constexpr int K = R * R;
+  const int64_t C = s.g.c, Cp = padded_channels(C), plane = s.oc * Cp;
+  for (int64_t oc = o0; oc < o1; ++oc)
+    for (int64_t c0 = 0; c0 < C; c0 += 8) {
+      const int64_t valid = std::min<int64_t>(8, C - c0);
+      f8 m[W::P], r[K];
+      for (int xi = 0; xi < W::P; ++xi) m[xi] = load8(S + xi * plane + oc * Cp + c0);
+      sandwich<R, W::A, R, W::A>(W::M.GT, W::M.GT, m, r);
+      alignas(32) float taps[K * 8];
+      for (int k = 0; k < K; ++k) store8(taps + k * 8, r[k]);
+      float* out = dw + (oc * C + c0) * K;
+      if (accumulate) {
+        for (int64_t j = 0; j < valid; ++j)
+          for (int k = 0; k < K; ++k) out[j * K + k] += taps[k * 8 + j];
+      } else if (valid == 8) {
+        deinterleave_channels(taps, K, out, K);
+      } else {
+        for (int64_t j = 0; j < valid; ++j)
+          for (int k = 0; k < K; ++k) out[j * K + k] = taps[k * 8 + j];
+      }
+    }
+}
+
 template <int R, int Mo>
 void weights_from_s(const Conv2dShape& s, const float* S, float* dw, bool accumulate) {
-  using W = Wino<R, Mo>;
-  const int64_t C = s.g.c, Cp = padded_channels(C), OC = s.oc, plane = OC * Cp;
-  parallel_for(OC, kMinFilterRows, [&](int64_t o0, int64_t o1) {
-    for (int64_t oc = o0; oc < o1; ++oc)
-      for (int64_t c = 0; c < C; ++c) {
-        float m[W::P], r[R * R];
-        for (int xi = 0; xi < W::P; ++xi) m[xi] = S[xi * plane + oc * Cp + c];
-        sandwich<R, W::A, R, W::A>(W::M.GT, W::M.GT, m, r);
-        float* out = dw + (oc * C + c) * R * R;
-        for (int k = 0; k < R * R; ++k) out[k] = accumulate ? out[k] + r[k] : r[k];
-      }
-  });
+  parallel_for(s.oc, kMinFilterRows,
+               [&](int64_t o0, int64_t o1) { weight_rows_from_s<R, Mo>(s, S, dw, accumulate, o0, o1); });
 }
 
 // ---------------------------------------------------------------- NCHW planes <-> channel-interleaved planes

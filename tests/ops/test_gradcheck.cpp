@@ -393,6 +393,45 @@ TEST_CASE("Winograd conv2d backward with an empty batch overwrites or keeps dw a
   }
 }
 
+TEST_CASE("Winograd conv2d backward with accumulate adds exactly the fresh dw and db", "[conv][winograd]") {
+  // The weight-gradient back-transform runs 8 input channels at a time, with a
+  // scalar tail: cover a full group (16), a tail (11), both kernel sizes and
+  // both output tiles (32x32 at batch 4 is F(4x4, 3x3)).
+  struct Case {
+    int64_t c, k, h;
+  };
+  std::set<int64_t> tiles_seen;  // 10 * kernel + output tile side
+  for (const Case& k : {Case{16, 3, 8}, Case{11, 3, 9}, Case{11, 5, 7}, Case{16, 3, 32}}) {
+    INFO("C=" << k.c << " k=" << k.k << " " << k.h << "x" << k.h);
+    const int64_t oc = 12, n = 4, pad = k.k / 2;
+    const ops::Conv2dShape s{n, oc, {k.c, k.h, k.h, k.k, k.k, 1, pad, k.h, k.h}};
+    tiles_seen.insert(k.k * 10 + ops::conv2d_winograd_output_tile(s));
+    Rng rng(41);
+    std::vector<float> x(n * k.c * k.h * k.h), w(oc * k.c * k.k * k.k), y(n * oc * k.h * k.h);
+    for (float& v : x) v = rng.normal();
+    for (float& v : w) v = rng.normal();
+    std::vector<float> dy(y.size());
+    for (float& v : dy) v = rng.normal();
+    std::vector<float> prev_w(w.size()), prev_b(oc);
+    for (float& v : prev_w) v = rng.normal();
+    for (float& v : prev_b) v = rng.normal();
+    ops::Workspace ws;
+    std::vector<float> fresh_w(w.size()), fresh_b(oc), dx(x.size());
+    ops::conv2d_winograd_forward_cpu(s, x.data(), w.data(), nullptr, y.data(), false, ws);
+    std::vector<float> g = dy;
+    ops::conv2d_winograd_backward_cpu(s, x.data(), w.data(), y.data(), g.data(), dx.data(), fresh_w.data(),
+                                      fresh_b.data(), false, false, ws);
+    std::vector<float> acc_w = prev_w, acc_b = prev_b;
+    g = dy;
+    ops::conv2d_winograd_backward_cpu(s, x.data(), w.data(), y.data(), g.data(), dx.data(), acc_w.data(),
+                                      acc_b.data(), true, false, ws);
+    REQUIRE(std::any_of(fresh_w.begin(), fresh_w.end(), [](float v) { return v != 0.f; }));
+    for (size_t i = 0; i < w.size(); ++i) REQUIRE(acc_w[i] == prev_w[i] + fresh_w[i]);
+    for (int64_t i = 0; i < oc; ++i) REQUIRE(acc_b[i] == prev_b[i] + fresh_b[i]);
+  }
+  CHECK(tiles_seen == std::set<int64_t>{32, 34, 52});
+}
+
 TEST_CASE("Conv2d picks Winograd only where it pays: enough channels and tiles", "[conv][winograd]") {
   // n images of an s x s input, C -> OC channels, k x k kernel, stride, pad k / 2.
   const auto shape = [](int64_t n, int64_t c, int64_t oc, int64_t k, int64_t stride, int64_t s) {
