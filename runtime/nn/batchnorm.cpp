@@ -50,6 +50,22 @@ void BatchNorm2d::init(Rng&) {
 void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
   if (x.device().is_cuda()) return forward_cuda(x, y, ctx);
+  prepare_cpu(x, ctx);
+  ops::batchnorm_apply_cpu(shape_of(x), x.data<float>(), scale_.data(), shift_.data(), y.data<float>(), relu_);
+}
+
+void BatchNorm2d::forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx) {
+  LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
+  LS_CHECK(!x.device().is_cuda() && !relu_, "{}: the fused residual join is CPU-only and needs no fused ReLU",
+           describe());
+  LS_CHECK(residual.shape() == x.shape() && y.shape() == x.shape(), "{}: residual {} and output {} for input {}",
+           describe(), residual.shape().str(), y.shape().str(), x.shape().str());
+  prepare_cpu(x, ctx);
+  ops::batchnorm_apply_add_relu_cpu(shape_of(x), x.data<float>(), scale_.data(), shift_.data(),
+                                    residual.data<float>(), y.data<float>());
+}
+
+void BatchNorm2d::prepare_cpu(const Tensor& x, const ForwardContext& ctx) {
   const ops::BatchNormShape s = shape_of(x);
   const auto C = static_cast<size_t>(c_);
   mean_.resize(C);
@@ -95,7 +111,6 @@ void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx)
     scale_[c] = gamma[c] * invstd_[c];
     shift_[c] = beta[c] - mean_[c] * scale_[c];
   }
-  ops::batchnorm_apply_cpu(s, x.data<float>(), scale_.data(), shift_.data(), y.data<float>(), relu_);
 }
 
 void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {

@@ -30,6 +30,11 @@ class BatchNorm2d final : public Module {
   std::vector<const Parameter*> parameters() const override { return {w_, b_}; }
   int64_t forward_flops(const Shape& in) const override { return 2 * in.numel(); }
   bool fuse_relu(bool on) override { return relu_ = on; }
+  // CPU: forward() followed by y = max(0, y + residual), in one output pass
+  // (Residual's join when this is its branch's last layer). Its own output is
+  // never written, which backward allows: without a fused ReLU it does not read
+  // y. Requires no fused ReLU; residual and y shaped like x.
+  void forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx);
   bool backward_reads_output() const override { return relu_; }
   void set_layout(Layout layout) override { layout_ = layout; }
 
@@ -38,6 +43,9 @@ class BatchNorm2d final : public Module {
   // is the same per-channel computation over the same values in memory order
   // (the kernels index element (i, c, j) at (i * C + c) * hw + j).
   ops::BatchNormShape shape_of(const Tensor& x) const;
+  // CPU forward up to the output pass: the statistics (training) or running
+  // statistics (evaluation), the running averages, scale_ and shift_.
+  void prepare_cpu(const Tensor& x, const ForwardContext& ctx);
   // GPU twins of forward/backward: every statistic stays in device memory
   // (dev_f_, dev_d_); only --sync-batchnorm copies its sums to the host for the
   // reduction (one small copy each way per reduction).

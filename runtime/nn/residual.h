@@ -3,10 +3,20 @@
 // no shortcut means the identity. Parameters are named
 // "<prefix>branch.<i>.<name>" and "<prefix>shortcut.<i>.<name>".
 //
-// Backward: dy is masked by the final ReLU in place (it is the caller's
-// scratch buffer), handed to both chains' output gradients, and the input
-// gradients of the two paths are added. Memory: each chain keeps its own
-// activations; a projection shortcut adds one input-sized scratch tensor.
+// Backward: dy masked by the final ReLU goes to both chains' output
+// gradients, and the input gradients of the two paths are added. Memory: each
+// chain keeps its own activations; a projection shortcut adds one input-sized
+// scratch tensor.
+//
+// On the CPU, when the branch ends in a BatchNorm2d (as every ResNet block's
+// does), the join is fused: the shortcut runs first, then the branch up to
+// that batch norm, which writes max(0, bn(z) + shortcut) straight into y while
+// z is still in cache; the branch's own output is neither written nor read
+// back. Backward masks dy straight into each chain's gradient buffer just
+// before that chain reads it (no copies) and, for the identity path, adds it
+// to dx in the pass that masks it. The same bits as the unfused order, with
+// one to three fewer passes over an activation-sized array per direction.
+
 #pragma once
 
 #include "nn/module.h"
@@ -43,6 +53,8 @@ class Residual final : public Module {
   Sequential& shortcut() { return shortcut_; }
 
  private:
+  void backward_cpu(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx);
+
   std::string name_;
   Sequential branch_, shortcut_;  // shortcut_ empty: identity
   Tensor scratch_;                // the shortcut's input gradient (projection only)

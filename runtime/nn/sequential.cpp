@@ -126,6 +126,15 @@ void Sequential::bind(const Shape& in) {
 }
 
 const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx) {
+  return run_forward(x_in, ctx, layers_.size());
+}
+
+const Tensor& Sequential::forward_but_last(const Tensor& x_in, const ForwardContext& ctx) {
+  LS_CHECK(!layers_.empty(), "Sequential has no layers");
+  return run_forward(x_in, ctx, layers_.size() - 1);
+}
+
+const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& ctx, size_t count) {
   const Shape& in = x_in.shape();
   LS_CHECK(in.rank() >= 1 && in[0] > 0, "Sequential input shape {} has no batch", in.str());
   const bool cast = is_16bit_float(compute_dtype_) && x_in.dtype() == DType::F32 && x_in.device().is_cuda();
@@ -159,16 +168,18 @@ const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx)
   }
   const Tensor& x = input_;
   const Tensor* cur = &x;
+  const Tensor* last_input = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (aliasing_[i] != Aliasing::None) acts_[i] = cur->reshape(shapes_[i]);
-    if (aliasing_[i] != Aliasing::Fused) {
+    if (i < count && aliasing_[i] != Aliasing::Fused) {
       const auto t0 = observer_ ? Clock::now() : Clock::time_point();
       layers_[i]->forward(*cur, acts_[i], ctx);
       if (observer_) observer_(i, Phase::Forward, t0, Clock::now());
     }
+    if (i + 1 == count) last_input = &acts_[i];
     cur = &acts_[i];
   }
-  return acts_.back();
+  return count == layers_.size() ? acts_.back() : *last_input;
 }
 
 Tensor Sequential::output_grad() {

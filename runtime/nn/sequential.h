@@ -59,6 +59,10 @@ class Sequential {
   // Runs every layer; returns the last activation (e.g. logits [B, classes]).
   // `x` is never modified and must stay alive until backward() returns.
   const Tensor& forward(const Tensor& x, const ForwardContext& ctx);
+  // Every layer but the last; returns the last layer's input. The caller runs
+  // that layer's work itself (Residual's fused join), so the last activation
+  // is never written: only for a last layer whose backward does not read it.
+  const Tensor& forward_but_last(const Tensor& x, const ForwardContext& ctx);
   // Where the loss writes dL/d(output): shaped like the last forward's output.
   Tensor output_grad();
   // Backward through every layer. The gradient of the input is written to
@@ -94,6 +98,8 @@ class Sequential {
   const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }
 
  private:
+  // forward() running the first `count` layers (binding every activation).
+  const Tensor& run_forward(const Tensor& x, const ForwardContext& ctx, size_t count);
   void allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu);
   void bind(const Shape& in);
 

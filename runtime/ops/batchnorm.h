@@ -25,6 +25,11 @@ void batchnorm_centered_sumsq_cpu(const BatchNormShape& s, const float* x, const
 // y = x * scale[c] + shift[c], then max(0, .) when relu. y may equal x.
 void batchnorm_apply_cpu(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
                          bool relu);
+// y = max(0, x * scale[c] + shift[c] + r): a residual block's last batch norm,
+// the addition of its shortcut r and its ReLU in one pass, with the roundings
+// of batchnorm_apply_cpu followed by add_relu_cpu (the same bits).
+void batchnorm_apply_add_relu_cpu(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
+                                  const float* r, float* y);
 // With relu, first zeroes dy where y <= 0 (in place: dy is then the gradient
 // before the ReLU). sum_dy[c] = sum of dy, sum_dy_xmu[c] = sum of dy * (x - mean[c]).
 void batchnorm_backward_reduce_cpu(const BatchNormShape& s, const float* x, const float* y, float* dy, bool relu,

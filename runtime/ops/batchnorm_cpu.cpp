@@ -48,6 +48,15 @@ LS_SIMD_CLONES void plane_apply(const float* x, int64_t n, float scale, float sh
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
 }
 
+LS_SIMD_CLONES void plane_apply_add_relu(const float* x, int64_t n, float scale, float shift, const float* r,
+                                         float* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float t = x[i] * scale + shift;  // as plane_apply
+    const float v = t + r[i];              // as add_relu_cpu
+    y[i] = v > 0.f ? v : 0.f;
+  }
+}
+
 LS_SIMD_CLONES void plane_backward_sums(const float* x, const float* y, float* dy, int64_t n, bool relu, float mean,
                                         double& sum_dy, double& sum_dy_xmu) {
   if (relu)
@@ -102,6 +111,16 @@ void batchnorm_apply_cpu(const BatchNormShape& s, const float* x, const float* s
     for (int64_t p = b; p < e; ++p) {
       const int64_t c = p % s.c;
       plane_apply(x + p * s.hw, s.hw, scale[c], shift[c], y + p * s.hw, relu);
+    }
+  });
+}
+
+void batchnorm_apply_add_relu_cpu(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
+                                  const float* r, float* y) {
+  parallel_for(s.n * s.c, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, s.hw)), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t c = p % s.c;
+      plane_apply_add_relu(x + p * s.hw, s.hw, scale[c], shift[c], r + p * s.hw, y + p * s.hw);
     }
   });
 }

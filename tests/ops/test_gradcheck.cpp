@@ -23,6 +23,7 @@
 #include "nn/residual.h"
 #include "nn/sequential.h"
 #include "ops/conv2d.h"
+#include "ops/elementwise.h"
 
 using namespace lockstep;
 
@@ -667,6 +668,91 @@ void residual_gradcheck(int64_t in, int64_t out, int64_t stride, const Shape& sh
 TEST_CASE("Residual block gradients: identity and projection shortcuts", "[gradcheck][residual]") {
   residual_gradcheck(3, 3, 1, Shape{2, 3, 4, 4});  // identity
   residual_gradcheck(2, 4, 2, Shape{3, 2, 5, 6});  // 1x1 stride-2 projection
+}
+
+TEST_CASE("Residual's fused CPU join gives the bits of the unfused order", "[residual]") {
+  // The block (its last batch norm, the addition and the ReLU in one pass; the
+  // masked gradient written straight into both chains) against the same
+  // chains composed by hand in the plain order: branch, shortcut, add_relu;
+  // ReLU mask, both chains' backward, sum of the input gradients. Two training
+  // steps (running statistics move), then evaluation; both layouts.
+  for (const bool projection : {false, true})
+    for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      INFO("projection=" << projection << " nhwc=" << (layout == Layout::NHWC));
+      const int64_t in = projection ? 4 : 8, stride = projection ? 2 : 1;
+      const Shape xs{3, in, 10, 10};
+      std::vector<float> out[2];
+      for (int run = 0; run < 2; ++run) {
+        std::unique_ptr<Residual> block = smooth_block(in, 8, stride);
+        block->set_layout(layout);
+        // run 1: the chains taken out of a second, identical block and joined by hand.
+        std::unique_ptr<Residual> parts = smooth_block(in, 8, stride);
+        parts->set_layout(layout);
+        Sequential& branch = parts->branch();
+        Sequential& shortcut = parts->shortcut();
+        ParameterStore store, buffers;
+        if (run == 0) {
+          block->declare(store, "");
+          block->declare_buffers(buffers, "");
+        } else {
+          branch.declare(store, "branch.");
+          shortcut.declare(store, "shortcut.");
+          branch.declare_buffers(buffers, "branch.");
+          shortcut.declare_buffers(buffers, "shortcut.");
+        }
+        store.finalize();
+        buffers.finalize();
+        Rng init(5);
+        if (run == 0) {
+          block->init(init);
+        } else {
+          branch.init(init);
+          shortcut.init(init);
+        }
+        Rng rng(6);
+        const Tensor x = random_tensor(xs, rng);
+        const Shape ys = block->output_shape(xs);
+        Tensor y = Tensor::zeros(ys), dx = Tensor::zeros(xs);
+        auto forward = [&](bool training) {
+          const ForwardContext ctx{training};
+          if (run == 0) return block->forward(x, y, ctx);
+          const Tensor& a = branch.forward(x, ctx);
+          const Tensor& b = projection ? shortcut.forward(x, ctx) : x;
+          ops::add_relu_cpu(y.numel(), a.data<float>(), b.data<float>(), y.data<float>());
+        };
+        auto append = [&](const Tensor& t) {
+          const auto v = t.to_vector();
+          out[run].insert(out[run].end(), v.begin(), v.end());
+        };
+        for (int step = 0; step < 2; ++step) {
+          forward(true);
+          Tensor dy = random_tensor(ys, rng);
+          if (run == 0) {
+            block->backward(x, y, dy, &dx, BackwardContext{});
+          } else {
+            ops::relu_backward_cpu(y.numel(), y.data<float>(), dy.data<float>(), dy.data<float>());
+            branch.output_grad().copy_from(dy);
+            branch.backward(BackwardContext{}, &dx);
+            Tensor dxs = Tensor::zeros(xs);
+            if (projection) {
+              shortcut.output_grad().copy_from(dy);
+              shortcut.backward(BackwardContext{}, &dxs);
+            } else {
+              dxs.copy_from(dy);
+            }
+            ops::add_inplace_cpu(dx.numel(), dxs.data<float>(), dx.data<float>());
+          }
+          append(y);
+          append(dx);
+          append(store.grads());
+        }
+        forward(false);
+        append(y);
+        append(buffers.values());
+      }
+      REQUIRE(out[0].size() == out[1].size());
+      CHECK(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("Sequential computes its input gradient on request", "[gradcheck]") {
