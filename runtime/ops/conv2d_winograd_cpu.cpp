@@ -292,13 +292,31 @@ LS_INLINE void plane8_to_nchw(const float* src, int64_t row8, int64_t rows, int6
   }
 }
 
+// Zeroes a region of a channel-interleaved plane (row8 floats per row) outside
+// the rows x cols block at (r0, c0) that is about to be written in full: the
+// writes would overwrite the rest, so it is left alone.
+LS_INLINE void zero_around(float* p8, int64_t row8, int64_t rows_all, int64_t cols_all, int64_t r0, int64_t c0,
+                           int64_t rows, int64_t cols) {
+  std::fill_n(p8, r0 * row8, 0.f);
+  for (int64_t y = r0; y < r0 + rows; ++y) {
+    float* r = p8 + y * row8;
+    std::fill_n(r, c0 * 8, 0.f);
+    std::fill_n(r + (c0 + cols) * 8, (cols_all - c0 - cols) * 8, 0.f);
+  }
+  std::fill_n(p8 + (r0 + rows) * row8, (rows_all - r0 - rows) * row8, 0.f);
+}
+
 // Fills p8 (ph x pw x 8) with channels [c0, c0 + 8) of one image (zeros for
-// channels >= C), zero-padded: p8[y + pad][x + pad] = x[y][x].
+// channels >= C), zero-padded: p8[y + pad][x + pad] = x[y][x]. With 8 channels
+// the image overwrites its block, so only the padding around it is zeroed.
 LS_SIMD_CLONES void load_plane8(const ConvGeometry& g, const Tiles& tl, const float* ximg, int64_t c0, float* p8) {
-  std::fill_n(p8, tl.ph * tl.pw * 8, 0.f);
+  const int64_t valid = std::min<int64_t>(8, g.c - c0), row8 = tl.pw * 8;
+  if (valid == 8)
+    zero_around(p8, row8, tl.ph, tl.pw, g.pad, g.pad, g.h, g.w);
+  else
+    std::fill_n(p8, tl.ph * row8, 0.f);  // lanes >= valid stay zero
   const int64_t plane = g.h * g.w;
-  nchw_to_plane8(ximg + c0 * plane, plane, g.h, g.w, std::min<int64_t>(8, g.c - c0), p8 + (g.pad * tl.pw + g.pad) * 8,
-                 tl.pw * 8);
+  nchw_to_plane8(ximg + c0 * plane, plane, g.h, g.w, valid, p8 + (g.pad * tl.pw + g.pad) * 8, row8);
 }
 
 // ---------------------------------------------------------------- transforms
@@ -368,7 +386,11 @@ LS_SIMD_CLONES void load_grads(const Conv2dShape& s, const Tiles& tl, const floa
   const ConvGeometry& g = s.g;
   const int64_t OCp = padded_channels(s.oc), row8 = tl.pw * 8, plane = g.oh * g.ow;
   const int64_t valid = std::min<int64_t>(8, s.oc - oc0);
-  std::fill_n(p8, W::O * tl.th * row8, 0.f);
+  // The tiles read rows [0, O th) and columns [0, O tw); dy covers the top-left OH x OW of that.
+  if (valid == 8)
+    zero_around(p8, row8, W::O * tl.th, W::O * tl.tw, 0, 0, g.oh, g.ow);
+  else
+    std::fill_n(p8, W::O * tl.th * row8, 0.f);
   nchw_to_plane8(dyimg + oc0 * plane, plane, g.oh, g.ow, valid, p8, row8);
   if (db) {
     f8 acc = splat8(0.f);
