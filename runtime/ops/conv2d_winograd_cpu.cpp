@@ -421,7 +421,12 @@ LS_SIMD_CLONES void scatter_dx(const Conv2dShape& s, const Tiles& tl, int64_t n0
   const int64_t Cp = padded_channels(g.c), vp = plane_stride(Cp * T), row8 = tl.pw * 8, plane = g.h * g.w;
   for (int64_t img = 0; img < nb; ++img)
     for (int64_t c0 = 0; c0 < Cp; c0 += 8) {
-      std::fill_n(sc.p8, tl.ph * row8, 0.f);
+      // Tiles in raster order cover the whole ph x pw plane. A tile's cell was
+      // written by an earlier tile when it lies in the R - 1 rows shared with
+      // the tile row above or the R - 1 columns shared with the tile to the
+      // left: there it adds, elsewhere it stores 0 + value (the sum a zeroed
+      // plane would give, -0 included), so the plane needs no clearing.
+      const f8 zero = splat8(0.f);
       for (int64_t ti = 0; ti < tl.th; ++ti)
         for (int64_t tj = 0; tj < tl.tw; ++tj) {
           const float* z = sc.V + (img * tl.per_image + ti * tl.tw + tj) * Cp + c0;
@@ -432,7 +437,8 @@ LS_SIMD_CLONES void scatter_dx(const Conv2dShape& s, const Tiles& tl, int64_t n0
           for (int r = 0; r < W::A; ++r)
             for (int q = 0; q < W::A; ++q) {
               float* p = dst + r * row8 + q * 8;
-              store8(p, load8(p) + o[r * W::A + q]);
+              const bool seen = (ti > 0 && r < R - 1) || (tj > 0 && q < R - 1);
+              store8(p, (seen ? load8(p) : zero) + o[r * W::A + q]);
             }
         }
       // dx[iy][ix] = plane[iy + pad][ix + pad] (the plane covers the image, see tiles_of)
