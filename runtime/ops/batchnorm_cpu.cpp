@@ -57,20 +57,24 @@ LS_SIMD_CLONES void plane_apply_add_relu(const float* x, int64_t n, float scale,
   }
 }
 
+// With relu, masks dy in place in the same pass that sums it.
 LS_SIMD_CLONES void plane_backward_sums(const float* x, const float* y, float* dy, int64_t n, bool relu, float mean,
                                         double& sum_dy, double& sum_dy_xmu) {
-  if (relu)
-    for (int64_t i = 0; i < n; ++i) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
   f8 s = splat8(0.f), q = splat8(0.f);
-  const f8 m = splat8(mean);
+  const f8 m = splat8(mean), zero = splat8(0.f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const f8 g = load8(dy + i);
+    f8 g = load8(dy + i);
+    if (relu) {
+      g = load8(y + i) > zero ? g : zero;
+      store8(dy + i, g);
+    }
     s += g;
     q += g * (load8(x + i) - m);
   }
   float ts = hsum8(s), tq = hsum8(q);
   for (; i < n; ++i) {
+    if (relu) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
     ts += dy[i];
     tq += dy[i] * (x[i] - mean);
   }
