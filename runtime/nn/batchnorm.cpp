@@ -49,6 +49,7 @@ void BatchNorm2d::init(Rng&) {
 
 void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
+  join_out_ = Tensor();
   if (x.device().is_cuda()) return forward_cuda(x, y, ctx);
   prepare_cpu(x, ctx);
   ops::batchnorm_apply_cpu(shape_of(x), x.data<float>(), scale_.data(), shift_.data(), y.data<float>(), relu_);
@@ -61,6 +62,7 @@ void BatchNorm2d::forward_add_relu(const Tensor& x, const Tensor& residual, Tens
   LS_CHECK(residual.shape() == x.shape() && y.shape() == x.shape(), "{}: residual {} and output {} for input {}",
            describe(), residual.shape().str(), y.shape().str(), x.shape().str());
   prepare_cpu(x, ctx);
+  join_out_ = y;
   ops::batchnorm_apply_add_relu_cpu(shape_of(x), x.data<float>(), scale_.data(), shift_.data(),
                                     residual.data<float>(), y.data<float>());
 }
@@ -119,7 +121,12 @@ void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, T
   const auto C = static_cast<size_t>(c_);
   sums_.assign(2 * C, 0.0);
   // dy is the caller's scratch gradient buffer: the fused ReLU masks it in place.
-  ops::batchnorm_backward_reduce_cpu(s, x.data<float>(), y.data<float>(), const_cast<float*>(dy.data<float>()), relu_,
+  // The mask of our fused ReLU, or of the residual join we computed (then y,
+  // our own output, was never written).
+  const bool joined = join_out_.defined() && !relu_;
+  const Tensor& ym = joined ? join_out_ : y;
+  ops::batchnorm_backward_reduce_cpu(s, x.data<float>(), ym.data<float>(), const_cast<float*>(dy.data<float>()),
+                                     relu_ || joined,
                                      mean_.data(), sums_.data(), sums_.data() + C);
   // Parameter gradients from this rank's samples (the gradient average adds the rest).
   float* dgamma = w_->grad.data<float>();

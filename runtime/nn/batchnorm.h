@@ -31,9 +31,12 @@ class BatchNorm2d final : public Module {
   int64_t forward_flops(const Shape& in) const override { return 2 * in.numel(); }
   bool fuse_relu(bool on) override { return relu_ = on; }
   // CPU: forward() followed by y = max(0, y + residual), in one output pass
-  // (Residual's join when this is its branch's last layer). Its own output is
-  // never written, which backward allows: without a fused ReLU it does not read
-  // y. Requires no fused ReLU; residual and y shaped like x.
+  // (Residual's join when this is its branch's last layer), y being the
+  // block's output. Its own output is never written. The next backward then
+  // takes dy as the gradient of the block's output, unmasked: it applies the
+  // join's ReLU mask (y > 0) to dy in place in its first pass, leaving there
+  // the gradient the shortcut needs too. Requires no fused ReLU; residual and
+  // y shaped like x.
   void forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx);
   bool backward_reads_output() const override { return relu_; }
   void set_layout(Layout layout) override { layout_ = layout; }
@@ -56,6 +59,7 @@ class BatchNorm2d final : public Module {
   float eps_, momentum_;
   Layout layout_ = Layout::NCHW;
   bool relu_ = false;
+  Tensor join_out_;  // set by forward_add_relu: the block output whose ReLU backward masks dy with
   Parameter* w_ = nullptr;
   Parameter* b_ = nullptr;
   Parameter* running_mean_ = nullptr;

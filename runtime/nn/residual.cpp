@@ -51,11 +51,13 @@ int64_t Residual::forward_flops(const Shape& in) const {
 }
 
 void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+  joined_ = false;
   if (!x.device().is_cuda()) {
     if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {
       const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
       const Tensor& z = branch_.forward_but_last(x, ctx);
       bn->forward_add_relu(z, b, y, ctx);
+      joined_ = true;
       return;
     }
   }
@@ -123,22 +125,37 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
   }
 }
 
-// dL/d(sum) = dy where y > 0, written straight into each chain's output
-// gradient just before that chain's backward reads it (still in cache then:
-// masking both up front measured slower on projection blocks); the identity
-// path adds it to dx in the pass that masks it.
+// dL/d(sum) = dy where y > 0. After a fused join the branch's last batch norm
+// applies that mask to dy in place in its first pass (BatchNorm2d::
+// forward_add_relu), reading dy where it is: the shortcut path then takes the
+// masked dy as it is. Otherwise the masked gradient is written into each
+// chain's buffer just before that chain reads it (still in cache then; masking
+// both up front measured slower on projection blocks), and the identity path
+// adds it to dx in the pass that masks it.
 void Residual::backward_cpu(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                             const BackwardContext& ctx) {
   const int64_t n = y.numel();
-  Tensor gb = branch_.output_grad();
-  ops::relu_backward_cpu(n, y.data<float>(), dy.data<float>(), gb.data<float>());
-  branch_.backward(ctx, dx);
+  Tensor g = dy;  // the caller's scratch buffer
+  if (joined_) {
+    branch_.backward(ctx, dx, &g);  // g is masked from here on
+  } else {
+    Tensor gb = branch_.output_grad();
+    ops::relu_backward_cpu(n, y.data<float>(), g.data<float>(), gb.data<float>());
+    branch_.backward(ctx, dx);
+  }
   if (!shortcut_.size()) {
-    if (dx) ops::relu_backward_add_cpu(n, y.data<float>(), dy.data<float>(), dx->data<float>());
+    if (!dx) return;
+    if (joined_)
+      ops::add_inplace_cpu(n, g.data<float>(), dx->data<float>());
+    else
+      ops::relu_backward_add_cpu(n, y.data<float>(), g.data<float>(), dx->data<float>());
     return;
   }
   Tensor gs = shortcut_.output_grad();
-  ops::relu_backward_cpu(n, y.data<float>(), dy.data<float>(), gs.data<float>());
+  if (joined_)
+    copy_same_device(gs, g, ctx.gpu, "Residual");
+  else
+    ops::relu_backward_cpu(n, y.data<float>(), g.data<float>(), gs.data<float>());
   if (!dx) {
     shortcut_.backward(ctx, nullptr);
     return;

@@ -12,10 +12,11 @@
 // does), the join is fused: the shortcut runs first, then the branch up to
 // that batch norm, which writes max(0, bn(z) + shortcut) straight into y while
 // z is still in cache; the branch's own output is neither written nor read
-// back. Backward masks dy straight into each chain's gradient buffer just
-// before that chain reads it (no copies) and, for the identity path, adds it
-// to dx in the pass that masks it. The same bits as the unfused order, with
-// one to three fewer passes over an activation-sized array per direction.
+// back. Backward hands dy itself to the branch, whose last batch norm applies
+// the join's ReLU mask in its first pass; the masked dy then goes to the
+// shortcut as it is (a copy into its buffer for a projection, added to dx for
+// the identity). The same bits as the unfused order, with two to four fewer
+// passes over an activation-sized array per direction.
 
 #pragma once
 
@@ -58,6 +59,7 @@ class Residual final : public Module {
   std::string name_;
   Sequential branch_, shortcut_;  // shortcut_ empty: identity
   Tensor scratch_;                // the shortcut's input gradient (projection only)
+  bool joined_ = false;           // the last forward fused the join (CPU)
 };
 
 }  // namespace lockstep

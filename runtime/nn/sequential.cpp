@@ -187,7 +187,7 @@ Tensor Sequential::output_grad() {
   return grad_buf_[0].slice(0, shapes_.back());
 }
 
-void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
+void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const Tensor* output_grad) {
   LS_CHECK(!acts_.empty(), "backward() before forward()");
   LS_CHECK(!caller_grad || caller_grad->shape() == input_.shape(), "input gradient {} does not match the input {}",
            caller_grad->shape().str(), input_.shape().str());
@@ -208,7 +208,9 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad) {
     input_grad = &layout_grad;
   }
   int cur = 0;  // which grad_buf_ holds dy
-  Tensor dy = grad_buf_[0].slice(0, shapes_.back());
+  LS_CHECK(!output_grad || output_grad->shape() == shapes_.back(), "output gradient {} does not match the output {}",
+           output_grad->shape().str(), shapes_.back().str());
+  Tensor dy = output_grad ? *output_grad : grad_buf_[0].slice(0, shapes_.back());
   for (size_t k = layers_.size(); k-- > 0;) {
     const Tensor& x = k == 0 ? input_ : acts_[k - 1];
     Tensor dx;

@@ -68,7 +68,10 @@ class Sequential {
   // Backward through every layer. The gradient of the input is written to
   // `input_grad` (shaped like the last forward's input) when given, otherwise
   // not computed.
-  void backward(const BackwardContext& ctx, Tensor* input_grad = nullptr);
+  // `output_grad`, when given, is dL/d(output) in the caller's memory, used
+  // instead of the buffer output_grad() returns (the last layer may modify
+  // it, as any layer may its dy).
+  void backward(const BackwardContext& ctx, Tensor* input_grad = nullptr, const Tensor* output_grad = nullptr);
 
   void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
   void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
