@@ -112,14 +112,8 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
   if (shortcut_.size()) {
     Tensor gs = shortcut_.output_grad();
     copy_same_device(gs, g, ctx.gpu, "Residual");
-    if (!dx) {
-      shortcut_.backward(ctx, nullptr);
-      return;
-    }
-    ensure_scratch(scratch_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
-    Tensor sx = scratch_.slice(0, x.shape());
-    shortcut_.backward(ctx, &sx);
-    add_inplace(sx, *dx);
+    const Tensor sx = shortcut_backward(x, dx != nullptr, ctx);
+    if (dx) add_inplace(sx, *dx);
   } else if (dx) {
     add_inplace(g, *dx);
   }
@@ -156,14 +150,19 @@ void Residual::backward_cpu(const Tensor& x, const Tensor& y, const Tensor& dy, 
     copy_same_device(gs, g, ctx.gpu, "Residual");
   else
     ops::relu_backward_cpu(n, y.data<float>(), g.data<float>(), gs.data<float>());
-  if (!dx) {
+  const Tensor sx = shortcut_backward(x, dx != nullptr, ctx);
+  if (dx) ops::add_inplace_cpu(dx->numel(), sx.data<float>(), dx->data<float>());
+}
+
+Tensor Residual::shortcut_backward(const Tensor& x, bool want_dx, const BackwardContext& ctx) {
+  if (!want_dx) {
     shortcut_.backward(ctx, nullptr);
-    return;
+    return Tensor();
   }
   ensure_scratch(scratch_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
   Tensor sx = scratch_.slice(0, x.shape());
   shortcut_.backward(ctx, &sx);
-  ops::add_inplace_cpu(dx->numel(), sx.data<float>(), dx->data<float>());
+  return sx;
 }
 
 }  // namespace lockstep

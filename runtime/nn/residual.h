@@ -55,6 +55,9 @@ class Residual final : public Module {
 
  private:
   void backward_cpu(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx);
+  // The shortcut's backward from its output gradient buffer; with want_dx,
+  // returns its input gradient (in scratch_), otherwise an empty tensor.
+  Tensor shortcut_backward(const Tensor& x, bool want_dx, const BackwardContext& ctx);
 
   std::string name_;
   Sequential branch_, shortcut_;  // shortcut_ empty: identity
