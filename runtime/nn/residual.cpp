@@ -77,7 +77,6 @@ void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 }
 
 void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
-  if (!y.device().is_cuda()) return backward_cpu(x, y, dy, dx, ctx);
   // dL/d(sum) = dy where y > 0: masked in place, dy is the caller's scratch buffer.
   Tensor g = dy;
   [[maybe_unused]] const bool gpu = y.device().is_cuda();
@@ -96,73 +95,39 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
 #endif
     ops::add_inplace_cpu(dst.numel(), src.data<float>(), dst.data<float>());
   };
+  if (joined_) {
+    // The branch reads g where it is; its last batch norm applies the mask in
+    // its first pass (BatchNorm2d::forward_add_relu), so g is masked after this.
+    branch_.backward(ctx, dx, &g);
+  } else {
 #ifdef LOCKSTEP_HAVE_CUDA
-  if (gpu && half)
-    ops::relu_backward_16_cuda(y.dtype(), y.numel(), y.raw_data(), g.raw_data(), g.raw_data(),
-                               gpu_context(ctx.gpu, "Residual").raw_stream());
-  else if (gpu)
-    ops::relu_backward_cuda(y.numel(), y.data<float>(), g.data<float>(), g.data<float>(),
-                            gpu_context(ctx.gpu, "Residual").raw_stream());
-  else
+    if (gpu && half)
+      ops::relu_backward_16_cuda(y.dtype(), y.numel(), y.raw_data(), g.raw_data(), g.raw_data(),
+                                 gpu_context(ctx.gpu, "Residual").raw_stream());
+    else if (gpu)
+      ops::relu_backward_cuda(y.numel(), y.data<float>(), g.data<float>(), g.data<float>(),
+                              gpu_context(ctx.gpu, "Residual").raw_stream());
+    else
 #endif
-    ops::relu_backward_cpu(y.numel(), y.data<float>(), g.data<float>(), g.data<float>());
-  Tensor gb = branch_.output_grad();
-  copy_same_device(gb, g, ctx.gpu, "Residual");
-  branch_.backward(ctx, dx);
+      ops::relu_backward_cpu(y.numel(), y.data<float>(), g.data<float>(), g.data<float>());
+    Tensor gb = branch_.output_grad();
+    copy_same_device(gb, g, ctx.gpu, "Residual");
+    branch_.backward(ctx, dx);
+  }
   if (shortcut_.size()) {
     Tensor gs = shortcut_.output_grad();
     copy_same_device(gs, g, ctx.gpu, "Residual");
-    const Tensor sx = shortcut_backward(x, dx != nullptr, ctx);
-    if (dx) add_inplace(sx, *dx);
+    if (!dx) {
+      shortcut_.backward(ctx, nullptr);
+      return;
+    }
+    ensure_scratch(scratch_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
+    Tensor sx = scratch_.slice(0, x.shape());
+    shortcut_.backward(ctx, &sx);
+    add_inplace(sx, *dx);
   } else if (dx) {
     add_inplace(g, *dx);
   }
-}
-
-// dL/d(sum) = dy where y > 0. After a fused join the branch's last batch norm
-// applies that mask to dy in place in its first pass (BatchNorm2d::
-// forward_add_relu), reading dy where it is: the shortcut path then takes the
-// masked dy as it is. Otherwise the masked gradient is written into each
-// chain's buffer just before that chain reads it (still in cache then; masking
-// both up front measured slower on projection blocks), and the identity path
-// adds it to dx in the pass that masks it.
-void Residual::backward_cpu(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
-                            const BackwardContext& ctx) {
-  const int64_t n = y.numel();
-  Tensor g = dy;  // the caller's scratch buffer
-  if (joined_) {
-    branch_.backward(ctx, dx, &g);  // g is masked from here on
-  } else {
-    Tensor gb = branch_.output_grad();
-    ops::relu_backward_cpu(n, y.data<float>(), g.data<float>(), gb.data<float>());
-    branch_.backward(ctx, dx);
-  }
-  if (!shortcut_.size()) {
-    if (!dx) return;
-    if (joined_)
-      ops::add_inplace_cpu(n, g.data<float>(), dx->data<float>());
-    else
-      ops::relu_backward_add_cpu(n, y.data<float>(), g.data<float>(), dx->data<float>());
-    return;
-  }
-  Tensor gs = shortcut_.output_grad();
-  if (joined_)
-    copy_same_device(gs, g, ctx.gpu, "Residual");
-  else
-    ops::relu_backward_cpu(n, y.data<float>(), g.data<float>(), gs.data<float>());
-  const Tensor sx = shortcut_backward(x, dx != nullptr, ctx);
-  if (dx) ops::add_inplace_cpu(dx->numel(), sx.data<float>(), dx->data<float>());
-}
-
-Tensor Residual::shortcut_backward(const Tensor& x, bool want_dx, const BackwardContext& ctx) {
-  if (!want_dx) {
-    shortcut_.backward(ctx, nullptr);
-    return Tensor();
-  }
-  ensure_scratch(scratch_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
-  Tensor sx = scratch_.slice(0, x.shape());
-  shortcut_.backward(ctx, &sx);
-  return sx;
 }
 
 }  // namespace lockstep

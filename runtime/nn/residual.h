@@ -3,20 +3,20 @@
 // no shortcut means the identity. Parameters are named
 // "<prefix>branch.<i>.<name>" and "<prefix>shortcut.<i>.<name>".
 //
-// Backward: dy masked by the final ReLU goes to both chains' output
-// gradients, and the input gradients of the two paths are added. Memory: each
-// chain keeps its own activations; a projection shortcut adds one input-sized
-// scratch tensor.
+// Backward: dy is masked by the final ReLU in place (it is the caller's
+// scratch buffer), handed to both chains' output gradients, and the input
+// gradients of the two paths are added. Memory: each chain keeps its own
+// activations; a projection shortcut adds one input-sized scratch tensor.
 //
 // On the CPU, when the branch ends in a BatchNorm2d (as every ResNet block's
 // does), the join is fused: the shortcut runs first, then the branch up to
 // that batch norm, which writes max(0, bn(z) + shortcut) straight into y while
 // z is still in cache; the branch's own output is neither written nor read
 // back. Backward hands dy itself to the branch, whose last batch norm applies
-// the join's ReLU mask in its first pass; the masked dy then goes to the
-// shortcut as it is (a copy into its buffer for a projection, added to dx for
-// the identity). The same bits as the unfused order, with two to four fewer
-// passes over an activation-sized array per direction.
+// the join's ReLU mask in its first pass (no masking pass, no copy into the
+// branch's buffer); the shortcut then takes the masked dy as in the unfused
+// order. The same bits as that order, with two fewer passes over an
+// activation-sized array in each direction.
 
 #pragma once
 
@@ -54,11 +54,6 @@ class Residual final : public Module {
   Sequential& shortcut() { return shortcut_; }
 
  private:
-  void backward_cpu(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx);
-  // The shortcut's backward from its output gradient buffer; with want_dx,
-  // returns its input gradient (in scratch_), otherwise an empty tensor.
-  Tensor shortcut_backward(const Tensor& x, bool want_dx, const BackwardContext& ctx);
-
   std::string name_;
   Sequential branch_, shortcut_;  // shortcut_ empty: identity
   Tensor scratch_;                // the shortcut's input gradient (projection only)

@@ -168,7 +168,6 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
   }
   const Tensor& x = input_;
   const Tensor* cur = &x;
-  const Tensor* last_input = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (aliasing_[i] != Aliasing::None) acts_[i] = cur->reshape(shapes_[i]);
     if (i < count && aliasing_[i] != Aliasing::Fused) {
@@ -176,10 +175,9 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
       layers_[i]->forward(*cur, acts_[i], ctx);
       if (observer_) observer_(i, Phase::Forward, t0, Clock::now());
     }
-    if (i + 1 == count) last_input = &acts_[i];
     cur = &acts_[i];
   }
-  return count == layers_.size() ? acts_.back() : *last_input;
+  return count == 0 ? x : acts_[count - 1];
 }
 
 Tensor Sequential::output_grad() {

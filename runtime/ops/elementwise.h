@@ -9,8 +9,6 @@ namespace lockstep::ops {
 void relu_forward_cpu(int64_t n, const float* x, float* y);
 // dx = dy where y > 0, else 0.
 void relu_backward_cpu(int64_t n, const float* y, const float* dy, float* dx);
-// dx += dy where y > 0 (a residual block's identity path).
-void relu_backward_add_cpu(int64_t n, const float* y, const float* dy, float* dx);
 // y = max(0, a + b) (a residual block's join).
 void add_relu_cpu(int64_t n, const float* a, const float* b, float* y);
 // y += x.

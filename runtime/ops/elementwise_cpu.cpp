@@ -26,10 +26,6 @@ LS_SIMD_CLONES void relu_bwd(int64_t b, int64_t e, const float* y, const float* 
   }
 }
 
-LS_SIMD_CLONES void relu_bwd_add(int64_t b, int64_t e, const float* y, const float* dy, float* dx) {
-  for (int64_t i = b; i < e; ++i) dx[i] += y[i] > 0.f ? dy[i] : 0.f;
-}
-
 LS_SIMD_CLONES void add_relu(int64_t b, int64_t e, const float* x, const float* z, float* y) {
   for (int64_t i = b; i < e; ++i) {
     const float v = x[i] + z[i];
@@ -83,10 +79,6 @@ void relu_forward_cpu(int64_t n, const float* x, float* y) {
 
 void relu_backward_cpu(int64_t n, const float* y, const float* dy, float* dx) {
   parallel_for(n, kGrain, [&](int64_t b, int64_t e) { relu_bwd(b, e, y, dy, dx); });
-}
-
-void relu_backward_add_cpu(int64_t n, const float* y, const float* dy, float* dx) {
-  parallel_for(n, kGrain, [&](int64_t b, int64_t e) { relu_bwd_add(b, e, y, dy, dx); });
 }
 
 void add_relu_cpu(int64_t n, const float* a, const float* b, float* y) {
