@@ -12,6 +12,7 @@
 
 #include "core/hash.h"
 #include "nn/device_util.h"
+#include "nn/shared_scratch.h"
 #include "ops/elementwise.h"
 #include "ops/layout.h"
 #include "ops/linear.h"
@@ -166,6 +167,10 @@ bool same_geometry(const ops::ConvGeometry& a, const ops::ConvGeometry& b) {
 }
 }  // namespace
 #endif
+
+void Conv2d::share_scratch(const std::shared_ptr<SharedScratch>& scratch, int) {
+  ws_.share_thread_buffers(scratch->workspace());
+}
 
 void Conv2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const auto s = conv_shape(x.shape(), y.shape(), k_, stride_, pad_);

@@ -65,6 +65,9 @@ class Conv2d final : public Module {
   // on the CPU has one algorithm (im2col + GEMM) and ignores it.
   void set_conv_algorithm(ops::ConvAlgo algo) override { algo_ = algo; }
   void set_layout(Layout layout) override { layout_ = layout; }
+  // The CPU kernels' per-thread buffers become the model's (its own `shared`
+  // buffer, the Winograd filter transform, stays).
+  void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) override;
 
  private:
   int64_t in_c_, out_c_, k_, stride_, pad_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ namespace lockstep {
 namespace cuda {
 class Context;  // cuda/context.h: one rank's device, stream, allocator and library handles
 }
+class SharedScratch;  // nn/shared_scratch.h: a model's gradient and per-thread scratch buffers
 
 // How a module's output relates to its input's memory.
 enum class Aliasing {
@@ -110,6 +112,13 @@ class Module {
   // The algorithm CPU convolutions use (ops/conv2d.h: Auto picks per shape).
   // Containers pass it on; modules without convolutions ignore it.
   virtual void set_conv_algorithm(ops::ConvAlgo algo) { (void)algo; }
+  // The model's scratch memory (nn/shared_scratch.h), given by the enclosing
+  // Sequential as it plans its memory; `depth` is the nesting depth of the
+  // chains this module contains (a residual block's branch and shortcut).
+  // Modules with scratch of their own use it instead; the rest ignore it.
+  virtual void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) {
+    (void)scratch, (void)depth;
+  }
   virtual bool has_parameters() const { return false; }
   virtual std::vector<const Parameter*> parameters() const { return {}; }
   // Forward multiply-adds x2 per sample (for throughput reports); 0 if negligible.

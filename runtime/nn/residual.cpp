@@ -14,6 +14,14 @@ namespace lockstep {
 Residual::Residual(std::string name, Sequential branch, Sequential shortcut)
     : name_(std::move(name)), branch_(std::move(branch)), shortcut_(std::move(shortcut)) {
   LS_CHECK(branch_.size() > 0, "{}: the branch has no layers", name_);
+  share_scratch(std::make_shared<SharedScratch>(), 0);  // until a Sequential gives the model's
+}
+
+void Residual::share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) {
+  scratch_ = scratch;
+  depth_ = depth;
+  branch_.share_scratch(scratch, depth);
+  shortcut_.share_scratch(scratch, depth);
 }
 
 Shape Residual::output_shape(const Shape& in) const {
@@ -55,7 +63,7 @@ void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   if (!x.device().is_cuda()) {
     if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {
       const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
-      const Tensor& z = branch_.forward_but_last(x, ctx);
+      const Tensor& z = branch_.forward_but_last(x, ctx, y);
       bn->forward_add_relu(z, b, y, ctx);
       joined_ = true;
       return;
@@ -121,8 +129,9 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
       shortcut_.backward(ctx, nullptr);
       return;
     }
-    ensure_scratch(scratch_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
-    Tensor sx = scratch_.slice(0, x.shape());
+    scratch_->reserve(depth_, SharedScratch::kShortcutGrad, x.numel(), x.dtype(), x.device(),
+                      allocator_for(x.device(), ctx.gpu, "Residual"));
+    Tensor sx = scratch_->buffer(depth_, SharedScratch::kShortcutGrad).slice(0, x.shape());
     shortcut_.backward(ctx, &sx);
     add_inplace(sx, *dx);
   } else if (dx) {

@@ -6,13 +6,15 @@
 // Backward: dy is masked by the final ReLU in place (it is the caller's
 // scratch buffer), handed to both chains' output gradients, and the input
 // gradients of the two paths are added. Memory: each chain keeps its own
-// activations; a projection shortcut adds one input-sized scratch tensor.
+// activations; the chains' gradient buffers and a projection shortcut's
+// input gradient are the model's SharedScratch at the chains' depth, shared
+// with every other block there (they run one at a time).
 //
 // On the CPU, when the branch ends in a BatchNorm2d (as every ResNet block's
 // does), the join is fused: the shortcut runs first, then the branch up to
 // that batch norm, which writes max(0, bn(z) + shortcut) straight into y while
 // z is still in cache; the branch's own output is neither written nor read
-// back. Backward hands dy itself to the branch, whose last batch norm applies
+// back, nor allocated (the block's output stands in for it). Backward hands dy itself to the branch, whose last batch norm applies
 // the join's ReLU mask in its first pass (no masking pass, no copy into the
 // branch's buffer); the shortcut then takes the masked dy as in the unfused
 // order. The same bits as that order, with two fewer passes over an
@@ -49,6 +51,8 @@ class Residual final : public Module {
     branch_.set_layout(layout, /*convert_input=*/false);
     shortcut_.set_layout(layout, /*convert_input=*/false);
   }
+  // The chains run at `depth`; so does this block's shortcut gradient.
+  void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) override;
 
   Sequential& branch() { return branch_; }
   Sequential& shortcut() { return shortcut_; }
@@ -56,7 +60,8 @@ class Residual final : public Module {
  private:
   std::string name_;
   Sequential branch_, shortcut_;  // shortcut_ empty: identity
-  Tensor scratch_;                // the shortcut's input gradient (projection only)
+  std::shared_ptr<SharedScratch> scratch_;  // the chains' and the shortcut gradient's, at depth_
+  int depth_ = 0;
   bool joined_ = false;           // the last forward fused the join (CPU)
 };
 

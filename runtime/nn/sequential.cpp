@@ -108,35 +108,61 @@ void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Con
       }
       aliasing_[i] = safe ? Aliasing::InPlace : Aliasing::None;
     }
-    if (aliasing_[i] == Aliasing::None) act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, alloc);
+    const bool external = external_last_ && i + 1 == layers_.size();
+    if (aliasing_[i] == Aliasing::None && !external) act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, alloc);
     max_numel = std::max(max_numel, cap_shapes[i].numel());
   }
-  grad_buf_[0] = Tensor::zeros(Shape{max_numel}, dtype, alloc);
-  grad_buf_[1] = Tensor::zeros(Shape{max_numel}, dtype, alloc);
+  if (!scratch_) scratch_ = std::make_shared<SharedScratch>();
+  scratch_->reserve(depth_, SharedScratch::kGradA, max_numel, dtype, device, alloc);
+  scratch_->reserve(depth_, SharedScratch::kGradB, max_numel, dtype, device, alloc);
+  for (auto& l : layers_) l->share_scratch(scratch_, depth_ + 1);
   capacity_shape_ = in;
   capacity_device_ = device;
   capacity_dtype_ = dtype;
+}
+
+void Sequential::share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) {
+  LS_CHECK(scratch != nullptr && depth >= 0, "Sequential::share_scratch: no scratch or depth {}", depth);
+  if (scratch == scratch_ && depth == depth_) return;
+  scratch_ = scratch;
+  depth_ = depth;
+  capacity_shape_ = Shape();
+}
+
+int64_t Sequential::activation_bytes() const {
+  int64_t b = 0;
+  for (const Tensor& t : act_storage_) b += t.defined() ? static_cast<int64_t>(t.nbytes()) : 0;
+  return b;
+}
+
+Tensor Sequential::grad_buffer(int which) const {
+  return scratch_->buffer(depth_, which ? SharedScratch::kGradB : SharedScratch::kGradA);
 }
 
 void Sequential::bind(const Shape& in) {
   shapes_ = shapes(in);
   acts_.assign(layers_.size(), Tensor());
   for (size_t i = 0; i < layers_.size(); ++i)
-    if (aliasing_[i] == Aliasing::None) acts_[i] = act_storage_[i].narrow_rows(in[0]).reshape(shapes_[i]);
+    if (act_storage_[i].defined()) acts_[i] = act_storage_[i].narrow_rows(in[0]).reshape(shapes_[i]);
 }
 
 const Tensor& Sequential::forward(const Tensor& x_in, const ForwardContext& ctx) {
-  return run_forward(x_in, ctx, layers_.size());
+  return run_forward(x_in, ctx, layers_.size(), nullptr);
 }
 
-const Tensor& Sequential::forward_but_last(const Tensor& x_in, const ForwardContext& ctx) {
+const Tensor& Sequential::forward_but_last(const Tensor& x_in, const ForwardContext& ctx, const Tensor& output) {
   LS_CHECK(!layers_.empty(), "Sequential has no layers");
-  return run_forward(x_in, ctx, layers_.size() - 1);
+  return run_forward(x_in, ctx, layers_.size() - 1, &output);
 }
 
-const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& ctx, size_t count) {
+const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& ctx, size_t count,
+                                      const Tensor* last_output) {
   const Shape& in = x_in.shape();
   LS_CHECK(in.rank() >= 1 && in[0] > 0, "Sequential input shape {} has no batch", in.str());
+  if ((last_output != nullptr) != external_last_) {  // plan the last activation's memory again
+    external_last_ = last_output != nullptr;
+    capacity_shape_ = Shape();
+  }
   const bool cast = is_16bit_float(compute_dtype_) && x_in.dtype() == DType::F32 && x_in.device().is_cuda();
   const DType dtype = cast ? compute_dtype_ : x_in.dtype();
   bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0] &&
@@ -168,8 +194,17 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
   }
   const Tensor& x = input_;
   const Tensor* cur = &x;
+  if (last_output) {
+    LS_CHECK(last_output->shape() == shapes_.back() && last_output->dtype() == dtype &&
+                 last_output->device() == x_in.device(),
+             "Sequential: output {} {} on {} for a chain whose output is {} {} on {}", last_output->shape().str(),
+             dtype_name(last_output->dtype()), last_output->device().str(), shapes_.back().str(), dtype_name(dtype),
+             x_in.device().str());
+    acts_.back() = *last_output;
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
-    if (aliasing_[i] != Aliasing::None) acts_[i] = cur->reshape(shapes_[i]);
+    const bool external = last_output && i + 1 == layers_.size();
+    if (aliasing_[i] != Aliasing::None && !external) acts_[i] = cur->reshape(shapes_[i]);
     if (i < count && aliasing_[i] != Aliasing::Fused) {
       const auto t0 = observer_ ? Clock::now() : Clock::time_point();
       layers_[i]->forward(*cur, acts_[i], ctx);
@@ -182,7 +217,7 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
 
 Tensor Sequential::output_grad() {
   LS_CHECK(!acts_.empty(), "output_grad() before forward()");
-  return grad_buf_[0].slice(0, shapes_.back());
+  return grad_buffer(0).slice(0, shapes_.back());
 }
 
 void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const Tensor* output_grad) {
@@ -205,17 +240,18 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const
     layout_grad = layout_grad_buf_.slice(0, input_.shape());
     input_grad = &layout_grad;
   }
-  int cur = 0;  // which grad_buf_ holds dy
+  int cur = 0;  // which grad_buf holds dy
   LS_CHECK(!output_grad || output_grad->shape() == shapes_.back(), "output gradient {} does not match the output {}",
            output_grad->shape().str(), shapes_.back().str());
-  Tensor dy = output_grad ? *output_grad : grad_buf_[0].slice(0, shapes_.back());
+  const Tensor grad_buf[2] = {grad_buffer(0), grad_buffer(1)};
+  Tensor dy = output_grad ? *output_grad : grad_buf[0].slice(0, shapes_.back());
   for (size_t k = layers_.size(); k-- > 0;) {
     const Tensor& x = k == 0 ? input_ : acts_[k - 1];
     Tensor dx;
     if (k > 0) {
       if (aliasing_[k] == Aliasing::None) {
         cur ^= 1;
-        dx = grad_buf_[cur].slice(0, x.shape());
+        dx = grad_buf[cur].slice(0, x.shape());
       } else {
         dx = dy.reshape(x.shape());
       }

@@ -8,7 +8,11 @@
 //             backward needs the values they would overwrite, and a ReLU after a
 //             Conv2d/Linear is fused into it (computed in that layer's epilogue,
 //             its mask applied in that layer's backward; the ReLU itself never runs)
-//   grad[0|1] two ping-pong buffers for dL/d(activation), each max activation size
+//   grad[0|1] two ping-pong buffers for dL/d(activation), each max activation
+//             size, in the model's SharedScratch at this chain's nesting depth:
+//             shared with every other chain of that depth (nn/shared_scratch.h)
+// A chain whose last layer's work its caller runs (forward_but_last: a residual
+// block's fused join) allocates nothing for that layer's output.
 // Backward walks layers L-1..0 and calls the grad-ready hook after each layer
 // with parameters, the moment that layer's parameter gradients are final.
 //
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/shared_scratch.h"
 
 namespace lockstep {
 
@@ -60,9 +65,11 @@ class Sequential {
   // `x` is never modified and must stay alive until backward() returns.
   const Tensor& forward(const Tensor& x, const ForwardContext& ctx);
   // Every layer but the last; returns the last layer's input. The caller runs
-  // that layer's work itself (Residual's fused join), so the last activation
-  // is never written: only for a last layer whose backward does not read it.
-  const Tensor& forward_but_last(const Tensor& x, const ForwardContext& ctx);
+  // that layer's work itself (Residual's fused join) and writes its result into
+  // `output` (shaped like the chain's output), which stands as the last
+  // activation from then on (backward hands it to the last layer as y), so
+  // the chain holds no memory for it.
+  const Tensor& forward_but_last(const Tensor& x, const ForwardContext& ctx, const Tensor& output);
   // Where the loss writes dL/d(output): shaped like the last forward's output.
   Tensor output_grad();
   // Backward through every layer. The gradient of the input is written to
@@ -99,10 +106,20 @@ class Sequential {
   void set_conv_algorithm(ops::ConvAlgo algo);
   // Effective aliasing per layer after planning (for tests and logs).
   const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }
+  // Use `scratch` at nesting `depth` for the gradient buffers and pass it on to
+  // the layers (at depth + 1); the next forward plans its memory again. Without
+  // this call a chain makes its own at depth 0 (the model's outermost chain).
+  void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth);
+  const std::shared_ptr<SharedScratch>& scratch() const { return scratch_; }
+  // Bytes of the activations this chain owns (not counting nested chains or
+  // the shared scratch), for the current plan; 0 before the first forward.
+  int64_t activation_bytes() const;
 
  private:
   // forward() running the first `count` layers (binding every activation).
-  const Tensor& run_forward(const Tensor& x, const ForwardContext& ctx, size_t count);
+  // `last_output`: forward_but_last's external output (count is then size() - 1).
+  const Tensor& run_forward(const Tensor& x, const ForwardContext& ctx, size_t count, const Tensor* last_output);
+  Tensor grad_buffer(int which) const;  // grad[which], the whole shared buffer
   void allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu);
   void bind(const Shape& in);
 
@@ -111,7 +128,9 @@ class Sequential {
   std::vector<Tensor> act_storage_;  // owned output memory of non-aliased layers, capacity rows
   std::vector<Shape> shapes_;        // output shape per layer for the current batch
   std::vector<Tensor> acts_;         // outputs for the current batch (views)
-  Tensor grad_buf_[2];               // [max activation numel] each
+  std::shared_ptr<SharedScratch> scratch_;  // grad[0|1] live here, at depth_
+  int depth_ = 0;
+  bool external_last_ = false;       // the plan leaves the last activation to the caller
   Shape capacity_shape_;             // input shape the storage was sized for
   Device capacity_device_;           // where the storage lives (the input's device)
   DType capacity_dtype_ = DType::F32;  // the activations' element type

@@ -1,0 +1,43 @@
+// SharedScratch: per-depth gradient buffers and shared per-thread buffers.
+#include "nn/shared_scratch.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace lockstep {
+
+void SharedScratch::reserve(int depth, Slot slot, int64_t numel, DType dtype, Device device,
+                            const std::shared_ptr<Allocator>& alloc) {
+  LS_CHECK(depth >= 0 && slot >= 0 && slot < kSlots, "SharedScratch: depth {} slot {}", depth, static_cast<int>(slot));
+  const size_t i = static_cast<size_t>(depth) * kSlots + static_cast<size_t>(slot);
+  if (bufs_.size() <= i) bufs_.resize(i + 1);
+  Tensor& t = bufs_[i];
+  if (!t.defined() || t.numel() < numel || t.dtype() != dtype || t.device() != device)
+    t = Tensor::zeros(Shape{std::max<int64_t>(numel, 1)}, dtype, alloc);
+}
+
+const Tensor& SharedScratch::buffer(int depth, Slot slot) const {
+  const size_t i = static_cast<size_t>(depth) * kSlots + static_cast<size_t>(slot);
+  LS_CHECK(depth >= 0 && i < bufs_.size() && bufs_[i].defined(), "SharedScratch: depth {} slot {} was never reserved",
+           depth, static_cast<int>(slot));
+  return bufs_[i];
+}
+
+int64_t SharedScratch::bytes() const {
+  int64_t b = ws_.bytes();
+  for (const Tensor& t : bufs_) b += t.defined() ? static_cast<int64_t>(t.nbytes()) : 0;
+  return b;
+}
+
+void SharedScratch::fill(float value) {
+  for (Tensor& t : bufs_)
+    if (t.defined()) {
+      LS_CHECK(t.device().is_cpu() && t.dtype() == DType::F32, "SharedScratch::fill: {} buffer on {}",
+               dtype_name(t.dtype()), t.device().str());
+      t.fill(value);
+    }
+  ws_.fill_thread_buffers(value);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,139 @@
+// The model-wide scratch memory (nn/shared_scratch.h): every chain of a depth
+// uses the same gradient buffers, every convolution the same per-thread
+// buffers, a fused residual join's branch holds no output, and no layer reads
+// what another left in the shared buffers (NaN-filled between every pass, the
+// results stay bitwise those of an untouched twin).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <limits>
+
+#include "core/cpu.h"
+#include "nn/loss.h"
+#include "nn/residual.h"
+#include "optim/optimizer.h"
+#include "registry.h"
+
+using namespace lockstep;
+
+namespace {
+
+std::unique_ptr<Model> build(const std::string& name, Shape shape, uint64_t seed = 1) {
+  return models::build_model(name, models::ModelSpec{shape, 10}, seed);
+}
+
+Tensor random_batch(const Shape& s, uint64_t seed) {
+  Rng rng(seed);
+  Tensor t = Tensor::zeros(s);
+  for (float& v : t.span<float>()) v = rng.normal();
+  return t;
+}
+
+Tensor labels_for(int64_t batch) {
+  Tensor labels = Tensor::zeros(Shape{batch}, DType::I32);
+  for (int64_t i = 0; i < batch; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  return labels;
+}
+
+// One SGD step; `poison` fills the model's shared scratch with NaN before the
+// forward and again between the forward and the backward.
+void train_step(Model& m, Optimizer& opt, const Tensor& x, const Tensor& labels, bool poison) {
+  Sequential& net = m.net();
+  if (poison && net.scratch()) net.scratch()->fill(std::numeric_limits<float>::quiet_NaN());
+  const Tensor& logits = net.forward(x, ForwardContext{});
+  if (poison) net.scratch()->fill(std::numeric_limits<float>::quiet_NaN());
+  Tensor d = net.output_grad();
+  softmax_cross_entropy_backward(logits, labels, 1.f / static_cast<float>(x.shape()[0]), d);
+  net.backward({});
+  opt.step(0.05f);
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) return a.defined() == b.defined();  // a store with nothing in it
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a model's chains share one scratch, one set of gradient buffers per depth", "[scratch]") {
+  set_compute_threads(2);
+  auto m = build("resnet20", Shape{3, 32, 32});
+  Sequential& net = m->net();
+  const Tensor x = random_batch(m->batch_shape(2), 3);
+  net.forward(x, ForwardContext{});
+  const std::shared_ptr<SharedScratch> scratch = net.scratch();
+  REQUIRE(scratch != nullptr);
+  int blocks = 0, projections = 0;
+  for (size_t i = 0; i < net.size(); ++i) {
+    auto* block = dynamic_cast<Residual*>(&net.layer(i));
+    if (!block) continue;
+    ++blocks;
+    CHECK(block->branch().scratch() == scratch);
+    if (block->shortcut().size()) {
+      ++projections;
+      CHECK(block->shortcut().scratch() == scratch);
+    }
+  }
+  CHECK(blocks == 9);
+  CHECK(projections == 2);
+  // Depth 0 (the model's chain) and depth 1 (every branch and shortcut) are
+  // separate buffers: a block's backward holds its dy and dx in depth 0.
+  const Tensor& outer = scratch->buffer(0, SharedScratch::kGradA);
+  const Tensor& inner = scratch->buffer(1, SharedScratch::kGradA);
+  CHECK(outer.raw_data() != inner.raw_data());
+  CHECK(scratch->buffer(1, SharedScratch::kGradB).raw_data() != inner.raw_data());
+  // Every buffer is the largest activation of its depth, not a sum over chains.
+  const int64_t largest = 2 * 16 * 32 * 32;  // [2, 16, 32, 32]: stem and stage-1 outputs
+  CHECK(outer.numel() == largest);
+  CHECK(inner.numel() == largest);
+  CHECK_THROWS(scratch->buffer(2, SharedScratch::kGradA));  // nothing nests deeper
+}
+
+TEST_CASE("a fused residual join's branch allocates no output", "[scratch][residual]") {
+  set_compute_threads(1);
+  auto m = build("resnet20", Shape{3, 16, 16});
+  Sequential& net = m->net();
+  const Tensor x = random_batch(m->batch_shape(2), 4);
+  net.forward(x, ForwardContext{});
+  auto* block = dynamic_cast<Residual*>(&net.layer(3));
+  REQUIRE(block != nullptr);
+  Sequential& branch = block->branch();
+  const Shape in = net.shapes(x.shape())[2];  // the block's input: layer 2's output
+  const Shape out = block->output_shape(in);
+  const int64_t joined = branch.activation_bytes();
+  CHECK(joined > 0);
+  // The same chain run on its own writes its last activation, so it plans memory for it.
+  Tensor block_in = random_batch(in, 5);
+  branch.forward(block_in, ForwardContext{});
+  CHECK(branch.activation_bytes() == joined + out.numel() * static_cast<int64_t>(sizeof(float)));
+}
+
+TEST_CASE("no layer reads what another left in the shared scratch", "[scratch]") {
+  // Two identical models train on the same batches; one has its shared
+  // scratch set to NaN before every forward and every backward. Any layer
+  // that read stale scratch (a zero it never wrote, an earlier chain's
+  // gradient) would turn its results to NaN or move them. resnet20 has
+  // Winograd and im2col convolutions, identity and projection blocks, fused
+  // joins; keras-cnn has pooling, dropout and a Linear head. Both layouts.
+  for (const std::string name : {"resnet20", "keras-cnn"})
+    for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      INFO(name << " nhwc=" << (layout == Layout::NHWC));
+      set_compute_threads(2);
+      const Shape sample = name == "resnet20" ? Shape{3, 32, 32} : Shape{1, 28, 28};
+      auto a = build(name, sample, 7), b = build(name, sample, 7);
+      a->net().set_layout(layout);
+      b->net().set_layout(layout);
+      auto oa = make_optimizer(a->params(), OptimizerConfig{});
+      auto ob = make_optimizer(b->params(), OptimizerConfig{});
+      const Tensor labels = labels_for(4);
+      for (int step = 0; step < 3; ++step) {
+        const Tensor x = random_batch(a->batch_shape(4), 10 + static_cast<uint64_t>(step));
+        train_step(*a, *oa, x, labels, false);
+        train_step(*b, *ob, x, labels, true);
+        INFO("step " << step);
+        REQUIRE(bitwise_equal(a->params().grads(), b->params().grads()));
+        REQUIRE(bitwise_equal(a->params().values(), b->params().values()));
+        REQUIRE(bitwise_equal(a->buffers().values(), b->buffers().values()));
+      }
+    }
+}
