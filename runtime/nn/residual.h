@@ -14,10 +14,10 @@
 // does), the join is fused: the shortcut runs first, then the branch up to
 // that batch norm, which writes max(0, bn(z) + shortcut) straight into y while
 // z is still in cache; the branch's own output is neither written nor read
-// back, nor allocated (the block's output stands in for it). Backward hands dy itself to the branch, whose last batch norm applies
-// the join's ReLU mask in its first pass (no masking pass, no copy into the
-// branch's buffer); the shortcut then takes the masked dy as in the unfused
-// order. The same bits as that order, with two fewer passes over an
+// back, nor allocated (the block's output stands in for it). Backward hands
+// dy itself to the branch, whose last batch norm applies the join's ReLU mask
+// in its first pass (no masking pass, no copy into the branch's buffer); the
+// shortcut then takes the masked dy as in the unfused order. The same bits as that order, with two fewer passes over an
 // activation-sized array in each direction.
 
 #pragma once
