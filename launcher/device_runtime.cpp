@@ -240,8 +240,13 @@ std::string DeviceRuntime::describe() const {
   return fmt::format("{}, --comm {}", cuda::device_info(impl_->device).str(), impl_->mode);
 }
 
-std::string DeviceRuntime::memory_report() const {
+DeviceRuntime::MemoryStats DeviceRuntime::memory_stats() const {
   const cuda::AllocatorStats s = impl_->ctx.allocator()->stats();
+  return MemoryStats{s.peak_allocated_bytes, s.peak_reserved_bytes, s.device_mallocs};
+}
+
+std::string DeviceRuntime::memory_report() const {
+  const MemoryStats s = memory_stats();
   return fmt::format("GPU memory: peak {:.1f} MiB allocated, peak {:.1f} MiB reserved, {} cudaMalloc calls",
                      static_cast<double>(s.peak_allocated_bytes) / (1 << 20),
                      static_cast<double>(s.peak_reserved_bytes) / (1 << 20), s.device_mallocs);
@@ -277,6 +282,7 @@ bool DeviceRuntime::last_step_replayed() const { return false; }
 void DeviceRuntime::restore_loss_scale(const LossScaleState&) { LS_THROW("no GPU in this build"); }
 void DeviceRuntime::synchronize() {}
 std::string DeviceRuntime::describe() const { return "none"; }
+DeviceRuntime::MemoryStats DeviceRuntime::memory_stats() const { return {}; }
 std::string DeviceRuntime::memory_report() const { return ""; }
 
 #endif

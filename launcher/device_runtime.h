@@ -85,7 +85,15 @@ class DeviceRuntime {
   int64_t graph_captures() const;
   void synchronize();  // waits for all queued device work
   std::string describe() const;  // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), --comm nccl"
-  std::string memory_report() const;  // caching allocator peak/reserved bytes
+  // The caching allocator's high-water marks since start (issue 5: peak and
+  // reserved bytes), for the end-of-run summary.
+  struct MemoryStats {
+    int64_t peak_allocated_bytes = 0;  // most bytes handed out at once
+    int64_t peak_reserved_bytes = 0;   // most bytes held from the driver at once
+    int64_t device_mallocs = 0;        // cudaMalloc calls
+  };
+  MemoryStats memory_stats() const;
+  std::string memory_report() const;  // the same in one line
 
  private:
   struct Impl;

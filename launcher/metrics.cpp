@@ -1,6 +1,8 @@
 // MetricsWriter and RunRecords.
 #include "metrics.h"
 
+#include <sys/resource.h>
+
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -17,6 +19,12 @@ MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
 
 MetricsWriter::~MetricsWriter() {
   if (f_) std::fclose(f_);
+}
+
+int64_t peak_resident_bytes() {
+  struct rusage u {};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {

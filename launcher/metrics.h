@@ -4,9 +4,11 @@
 //   RunRecords     the metrics file and TensorBoard event files together: one
 //                  record per epoch goes to both; per step, TensorBoard gets
 //                  rank 0's running loss and the learning rate.
+//   peak_resident_bytes  the process's memory high-water mark, for the summary.
 // Opened only after every input was validated.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,10 @@
 #include "profiling/tfevents.h"
 
 namespace lockstep {
+
+// This process's peak resident set size so far (getrusage), in bytes; 0 where
+// the system does not say.
+int64_t peak_resident_bytes();
 
 class MetricsWriter {
  public:

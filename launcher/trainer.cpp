@@ -571,18 +571,32 @@ TrainSummary Trainer::run() {
                c_.model, train_->sample_shape().str(), micro_batch_ * K, world, world == 1 ? "" : "s",
                group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
                std::llround(measured_steps), progress_.step - first_step - std::llround(measured_steps));
-  records.write({{"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
-                 {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
-                 {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
-                 {"lr", effective_lr(c_, global_batch_)},
-                 {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
-                 {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
-                 {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
-                 {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
-                 {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
-                 {"comm_wait_seconds", sum.comm_wait_seconds},
-                 {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
-                 {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}});
+  // Memory high-water marks (rank 0's; every rank of one model plans the same).
+  const double mib = 1 << 20;
+  const double host_peak_mib = static_cast<double>(peak_resident_bytes()) / mib;
+  log_->info("memory: host peak resident {:.0f} MiB{}", host_peak_mib, dev_ ? "; " + dev_->memory_report() : "");
+  nlohmann::json memory = {{"host_peak_resident_mib", host_peak_mib}};
+  if (dev_) {
+    const DeviceRuntime::MemoryStats m = dev_->memory_stats();
+    memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
+    memory["gpu_peak_reserved_mib"] = static_cast<double>(m.peak_reserved_bytes) / mib;
+    memory["gpu_mallocs"] = m.device_mallocs;
+  }
+  nlohmann::json summary = {
+      {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
+      {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
+      {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
+      {"lr", effective_lr(c_, global_batch_)},
+      {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
+      {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
+      {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
+      {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
+      {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
+      {"comm_wait_seconds", sum.comm_wait_seconds},
+      {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
+      {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}};
+  summary.update(memory);
+  records.write(summary);
   if (!c_.save_weights.empty()) sync_buffers();
   if (rank0() && !c_.save_weights.empty()) {
     const auto [mean, std] = train_->input_normalization();

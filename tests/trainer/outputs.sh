@@ -24,6 +24,7 @@ grep -q $'\r' "$WORK/out" && fail "progress bar drawn although stdout is not a t
 [[ $(grep -cE '^\[[1-3]/3\] \(train\) acc: [0-9.]+%, loss: [0-9.]+ \| \(test\) acc: [0-9.]+%, loss: [0-9.]+ \| [0-9.]+s, [0-9.]+s \| [0-9,]+ img/s$' "$WORK/out") -eq 3 ]] \
   || fail "expected three seed-style epoch lines"
 grep -qE '^Average time TRAIN [0-9.]+s TEST [0-9.]+s \(epochs 2-3\)' "$WORK/out" || fail "average line"
+grep -qE '^memory: host peak resident [0-9]+ MiB$' "$WORK/out" || fail "memory line"
 
 python3 - "$WORK/m.jsonl" <<'PY'
 import json, sys
@@ -40,6 +41,8 @@ s = summary[0]
 for k in ["world_size", "steps", "epochs", "images_per_sec", "test_acc", "train_seconds"]:
     assert k in s, (k, s)
 assert s["world_size"] == 1 and s["steps"] == 96 and s["epochs"] == 3 and s["images_per_sec"] > 0, s
+# The process's memory high-water mark: more than the binary alone, less than the machine.
+assert 10 < s["host_peak_resident_mib"] < 64 * 1024 and "gpu_peak_allocated_mib" not in s, s
 assert epochs[-1]["test_acc"] > 0.5, "mlp did not learn the synthetic classes"
 print("metrics ok:", s)
 PY
