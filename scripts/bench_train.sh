@@ -8,7 +8,9 @@
 # warm-up steps) run one after the other, so both see the same machine state.
 # Reports medians over rounds, the ratio, and lockstep's effective GFLOP/s
 # (3 x forward FLOPs of direct convolution per image x images/s) next to the
-# core's single-thread sgemm rate. Last line: JSON.
+# core's single-thread sgemm rate, and each side's peak resident memory
+# (medians over rounds; PyTorch's includes what its runtime holds after
+# `import torch`, reported beside it). Last line: JSON.
 # ResNets (no CIFAR/ImageNet files on the development machines) run in
 # --benchmark mode: synthetic data of the model's shape, --image-size S
 # shrinking H and W (resnet50 is 224x224, 1000 classes), PyTorch on the same shape.
@@ -49,35 +51,42 @@ for model in $MODELS; do
     shape=(--channels 3 --image-size "$side" --classes "$classes")
   fi
   ((STEPS > 0)) && steps=$STEPS
-  ours=() theirs=()
+  ours=() theirs=() our_mem=() their_mem=() their_base=()
   for ((r = 1; r <= REPS; ++r)); do
     "$BUILD/trainer" --model "$model" --batch-size "$BATCH" --threads "$THREADS" --max-steps "$steps" \
       "${data[@]}" --progress off --metrics-file "$WORK/m.jsonl" > "$WORK/out"
-    ours+=("$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["images_per_sec"])' "$WORK/m.jsonl")")
-    theirs+=("$("$TORCH_PY" "$ROOT/scripts/bench/torch_cpu.py" --model "$model" --batch-size "$BATCH" \
-      --threads "$THREADS" --steps "$(( steps < 40 ? steps : 40 ))" --window "$(( steps < 40 ? 5 : 10 ))" "${shape[@]}" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["images_per_sec"])')")
-    echo "  $model round $r: lockstep ${ours[-1]%.*} img/s, pytorch ${theirs[-1]%.*} img/s"
+    read -r rate mem < <(python3 -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])][-1]; print(s["images_per_sec"], s["host_peak_resident_mib"])' "$WORK/m.jsonl")
+    ours+=("$rate") our_mem+=("$mem")
+    read -r rate mem base < <("$TORCH_PY" "$ROOT/scripts/bench/torch_cpu.py" --model "$model" --batch-size "$BATCH" \
+      --threads "$THREADS" --steps "$(( steps < 40 ? steps : 40 ))" --window "$(( steps < 40 ? 5 : 10 ))" "${shape[@]}" | tail -1 | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["images_per_sec"], j["peak_resident_mib"], j["import_resident_mib"])')
+    theirs+=("$rate") their_mem+=("$mem") their_base+=("$base")
+    echo "  $model round $r: lockstep ${ours[-1]%.*} img/s ${our_mem[-1]%.*} MiB, pytorch ${theirs[-1]%.*} img/s ${their_mem[-1]%.*} MiB"
   done
   mflop=$(grep -o '[0-9.]* MFLOP forward' "$WORK/out" | cut -d' ' -f1)
-  results+=("$(python3 - "$model" "$mflop" "$SGEMM" "${ours[*]}" "${theirs[*]}" <<'PY'
+  results+=("$(python3 - "$model" "$mflop" "$SGEMM" "${ours[*]}" "${theirs[*]}" "${our_mem[*]}" "${their_mem[*]}" \
+                "${their_base[*]}" <<'PY'
 import json, statistics, sys
 model, mflop, sgemm = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-ours = [float(v) for v in sys.argv[4].split()]
-theirs = [float(v) for v in sys.argv[5].split()]
+ours, theirs, our_mem, their_mem, their_base = ([float(v) for v in a.split()] for a in sys.argv[4:9])
 o, t = statistics.median(ours), statistics.median(theirs)
 gf = 3 * mflop * 1e6 * o / 1e9
 print(json.dumps({"model": model, "lockstep_img_s": round(o), "pytorch_img_s": round(t), "ratio": round(o / t, 2),
                   "mflop_fwd": mflop, "effective_gflops": round(gf, 1), "sgemm_gflops": sgemm,
-                  "lockstep_runs": [round(v) for v in ours], "pytorch_runs": [round(v) for v in theirs]}))
+                  "lockstep_runs": [round(v) for v in ours], "pytorch_runs": [round(v) for v in theirs],
+                  "lockstep_peak_mib": round(statistics.median(our_mem)),
+                  "pytorch_peak_mib": round(statistics.median(their_mem)),
+                  "pytorch_import_mib": round(statistics.median(their_base))}))
 PY
 )")
 done
 python3 - "${results[@]}" <<'PY'
 import json, sys
 rows = [json.loads(a) for a in sys.argv[1:]]
-print(f"\n{'model':<10} {'lockstep img/s':>14} {'pytorch img/s':>14} {'ratio':>7} {'effective GFLOP/s':>22}")
+print(f"\n{'model':<10} {'lockstep img/s':>14} {'pytorch img/s':>14} {'ratio':>7} {'effective GFLOP/s':>22}"
+      f" {'peak MiB lockstep':>18} {'pytorch (import)':>17}")
 for r in rows:
     print(f"{r['model']:<10} {r['lockstep_img_s']:>14,} {r['pytorch_img_s']:>14,} {r['ratio']:>6.2f}x "
-          f"{r['effective_gflops']:>10.1f} of {r['sgemm_gflops']:.0f} sgemm")
+          f"{r['effective_gflops']:>10.1f} of {r['sgemm_gflops']:.0f} sgemm"
+          f" {r['lockstep_peak_mib']:>18,} {r['pytorch_peak_mib']:>8,} ({r['pytorch_import_mib']:,})")
 print(json.dumps({"bench": "train", "results": rows}))
 PY
