@@ -557,6 +557,18 @@ TrainSummary Trainer::run() {
       world > 1 ? fmt::format("{} img/s total, {} img/s per rank ({} ranks)", group_thousands(sum.images_per_sec),
                               group_thousands(sum.images_per_sec / world), world)
                 : fmt::format("{} img/s", group_thousands(sum.images_per_sec));
+  // Memory high-water marks (rank 0's; every rank of one model plans the same),
+  // logged before the seed's summary lines (--benchmark's line stays the last).
+  const double mib = 1 << 20;
+  const double host_peak_mib = static_cast<double>(peak_resident_bytes()) / mib;
+  log_->info("memory: host peak resident {:.0f} MiB{}", host_peak_mib, dev_ ? "; " + dev_->memory_report() : "");
+  nlohmann::json memory = {{"host_peak_resident_mib", host_peak_mib}};
+  if (dev_) {
+    const DeviceRuntime::MemoryStats m = dev_->memory_stats();
+    memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
+    memory["gpu_peak_reserved_mib"] = static_cast<double>(m.peak_reserved_bytes) / mib;
+    memory["gpu_mallocs"] = m.device_mallocs;
+  }
   if (n > 0)
     log_->info("Average time TRAIN {:.2f}s{} ({}) | {} after {} warm-up steps", tr / n,
                c_.eval ? fmt::format(" TEST {:.2f}s", te / n) : std::string(),
@@ -571,17 +583,6 @@ TrainSummary Trainer::run() {
                c_.model, train_->sample_shape().str(), micro_batch_ * K, world, world == 1 ? "" : "s",
                group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
                std::llround(measured_steps), progress_.step - first_step - std::llround(measured_steps));
-  // Memory high-water marks (rank 0's; every rank of one model plans the same).
-  const double mib = 1 << 20;
-  const double host_peak_mib = static_cast<double>(peak_resident_bytes()) / mib;
-  log_->info("memory: host peak resident {:.0f} MiB{}", host_peak_mib, dev_ ? "; " + dev_->memory_report() : "");
-  nlohmann::json memory = {{"host_peak_resident_mib", host_peak_mib}};
-  if (dev_) {
-    const DeviceRuntime::MemoryStats m = dev_->memory_stats();
-    memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
-    memory["gpu_peak_reserved_mib"] = static_cast<double>(m.peak_reserved_bytes) / mib;
-    memory["gpu_mallocs"] = m.device_mallocs;
-  }
   nlohmann::json summary = {
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
       {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
