@@ -131,10 +131,13 @@ def main():
     layout = "nhwc" if a.channels_last else "nchw"
     print(f"torch {torch.__version__} {mode} {a.precision} {layout} {a.model} {a.channels}x{a.image_size}x{a.image_size} "
           f"batch {a.batch_size} on {torch.cuda.get_device_name()}: "
-          f"median {med:,.0f} img/s over {len(rates)} windows of {a.window} steps")
+          f"median {med:,.0f} img/s over {len(rates)} windows of {a.window} steps; "
+          f"peak {torch.cuda.max_memory_allocated() / 2**20:,.1f} MiB allocated, "
+          f"{torch.cuda.max_memory_reserved() / 2**20:,.1f} MiB reserved")
     print(json.dumps({"impl": "pytorch", "version": torch.__version__, "mode": mode, "precision": a.precision,
                       "layout": layout, "model": a.model, "batch": a.batch_size, "device": torch.cuda.get_device_name(),
-                      "images_per_sec": med}))
+                      "images_per_sec": med, "peak_allocated_mib": torch.cuda.max_memory_allocated() / 2**20,
+                      "peak_reserved_mib": torch.cuda.max_memory_reserved() / 2**20}))
 
 
 if __name__ == "__main__":
