@@ -41,9 +41,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Warm-up steps excluded from the summary's images/s.
-constexpr int64_t kWarmupSteps = 5;
-
 // --benchmark without --synthetic-samples: epochs of this many steps, or of
 // --max-steps / --epochs (rounded up), so the run has the steps asked for.
 constexpr int64_t kBenchmarkStepsPerEpoch = 50;
@@ -542,62 +539,8 @@ TrainSummary Trainer::run() {
   }
   if (c_.check_replicas_every > 0)
     log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
-  sum.images_per_sec = measured_seconds > 0 ? measured_images / measured_seconds : 0.0;
-  sum.measured_seconds = measured_seconds;
-
-  // The seeds' summary: mean epoch times with the first epoch excluded (it pays for warm-up).
-  const size_t first = train_times.size() > 1 ? 1 : 0;
-  double tr = 0, te = 0;
-  for (size_t i = first; i < train_times.size(); ++i) {
-    tr += train_times[i];
-    te += test_times[i];
-  }
-  const double n = static_cast<double>(train_times.size() - first);
-  const std::string throughput =
-      world > 1 ? fmt::format("{} img/s total, {} img/s per rank ({} ranks)", group_thousands(sum.images_per_sec),
-                              group_thousands(sum.images_per_sec / world), world)
-                : fmt::format("{} img/s", group_thousands(sum.images_per_sec));
-  // Memory high-water marks (rank 0's; every rank of one model plans the same),
-  // logged before the seed's summary lines (--benchmark's line stays the last).
-  const double mib = 1 << 20;
-  const double host_peak_mib = static_cast<double>(peak_resident_bytes()) / mib;
-  log_->info("memory: host peak resident {:.0f} MiB{}", host_peak_mib, dev_ ? "; " + dev_->memory_report() : "");
-  nlohmann::json memory = {{"host_peak_resident_mib", host_peak_mib}};
-  if (dev_) {
-    const DeviceRuntime::MemoryStats m = dev_->memory_stats();
-    memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
-    memory["gpu_peak_reserved_mib"] = static_cast<double>(m.peak_reserved_bytes) / mib;
-    memory["gpu_mallocs"] = m.device_mallocs;
-  }
-  if (n > 0)
-    log_->info("Average time TRAIN {:.2f}s{} ({}) | {} after {} warm-up steps", tr / n,
-               c_.eval ? fmt::format(" TEST {:.2f}s", te / n) : std::string(),
-               first ? fmt::format("epochs {}-{}", epoch_numbers[first], epoch_numbers.back())
-                     : fmt::format("epoch {}", epoch_numbers.front()),
-               throughput, kWarmupSteps);
-  const double measured_steps = measured_images / static_cast<double>(global_batch_);
-  const double ms_per_step = measured_steps > 0 ? 1e3 * measured_seconds / measured_steps : 0.0;
-  if (c_.benchmark)
-    log_->info("benchmark: {} on {} samples, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
-               "{:.1f} ms per step ({} steps timed, {} warm-up steps left out)",
-               c_.model, train_->sample_shape().str(), micro_batch_ * K, world, world == 1 ? "" : "s",
-               group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
-               std::llround(measured_steps), progress_.step - first_step - std::llround(measured_steps));
-  nlohmann::json summary = {
-      {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
-      {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
-      {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
-      {"lr", effective_lr(c_, global_batch_)},
-      {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
-      {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
-      {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
-      {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
-      {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
-      {"comm_wait_seconds", sum.comm_wait_seconds},
-      {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
-      {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}};
-  summary.update(memory);
-  records.write(summary);
+  report(sum, RunTally{train_times, test_times, epoch_numbers, measured_seconds, measured_images, first_step},
+         records);
   if (!c_.save_weights.empty()) sync_buffers();
   if (rank0() && !c_.save_weights.empty()) {
     const auto [mean, std] = train_->input_normalization();

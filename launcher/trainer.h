@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "comm/collective_tracker.h"
@@ -40,6 +41,8 @@
 #include "profiling/timeline.h"
 
 namespace lockstep {
+
+class RunRecords;  // metrics.h
 
 // Exit code when the replica guard finds ranks whose parameters differ.
 constexpr int kExitReplicasDiverged = 4;
@@ -102,6 +105,19 @@ class Trainer {
   void graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
                   bool epoch_end);
   cuda::Context* gpu() const { return dev_ ? &dev_->gpu() : nullptr; }
+  // Warm-up steps excluded from the summary's images/s.
+  static constexpr int64_t kWarmupSteps = 5;
+  // What run() counted for the summary.
+  struct RunTally {
+    const std::vector<double>& train_seconds;  // per epoch
+    const std::vector<double>& test_seconds;   // per epoch
+    const std::vector<int64_t>& epochs;        // the epochs' numbers, from 1
+    double measured_seconds, measured_images;  // the timed steps (after warm-up)
+    int64_t first_step;                        // the step this run started from
+  };
+  // The end of a run that was not stopped (trainer_report.cpp): fills sum's
+  // throughput, logs the summary lines and writes the summary record.
+  void report(TrainSummary& sum, const RunTally& t, RunRecords& records);
 
   const TrainConfig& c_;
   Communicator& comm_;

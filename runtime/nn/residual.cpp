@@ -129,8 +129,7 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
       shortcut_.backward(ctx, nullptr);
       return;
     }
-    scratch_->reserve(depth_, SharedScratch::kShortcutGrad, x.numel(), x.dtype(), x.device(),
-                      allocator_for(x.device(), ctx.gpu, "Residual"));
+    scratch_->reserve(depth_, SharedScratch::kShortcutGrad, x.numel(), x.dtype(), x.device(), ctx.gpu);
     Tensor sx = scratch_->buffer(depth_, SharedScratch::kShortcutGrad).slice(0, x.shape());
     shortcut_.backward(ctx, &sx);
     add_inplace(sx, *dx);

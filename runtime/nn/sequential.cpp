@@ -113,8 +113,8 @@ void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Con
     max_numel = std::max(max_numel, cap_shapes[i].numel());
   }
   if (!scratch_) scratch_ = std::make_shared<SharedScratch>();
-  scratch_->reserve(depth_, SharedScratch::kGradA, max_numel, dtype, device, alloc);
-  scratch_->reserve(depth_, SharedScratch::kGradB, max_numel, dtype, device, alloc);
+  scratch_->reserve(depth_, SharedScratch::kGradA, max_numel, dtype, device, gpu);
+  scratch_->reserve(depth_, SharedScratch::kGradB, max_numel, dtype, device, gpu);
   for (auto& l : layers_) l->share_scratch(scratch_, depth_ + 1);
   capacity_shape_ = in;
   capacity_device_ = device;

@@ -1,20 +1,16 @@
 // SharedScratch: per-depth gradient buffers and shared per-thread buffers.
 #include "nn/shared_scratch.h"
 
-#include <algorithm>
-
 #include "core/error.h"
+#include "nn/device_util.h"
 
 namespace lockstep {
 
-void SharedScratch::reserve(int depth, Slot slot, int64_t numel, DType dtype, Device device,
-                            const std::shared_ptr<Allocator>& alloc) {
+void SharedScratch::reserve(int depth, Slot slot, int64_t numel, DType dtype, Device device, cuda::Context* gpu) {
   LS_CHECK(depth >= 0 && slot >= 0 && slot < kSlots, "SharedScratch: depth {} slot {}", depth, static_cast<int>(slot));
   const size_t i = static_cast<size_t>(depth) * kSlots + static_cast<size_t>(slot);
   if (bufs_.size() <= i) bufs_.resize(i + 1);
-  Tensor& t = bufs_[i];
-  if (!t.defined() || t.numel() < numel || t.dtype() != dtype || t.device() != device)
-    t = Tensor::zeros(Shape{std::max<int64_t>(numel, 1)}, dtype, alloc);
+  ensure_scratch(bufs_[i], numel, dtype, device, gpu, "SharedScratch");
 }
 
 const Tensor& SharedScratch::buffer(int depth, Slot slot) const {
@@ -22,12 +18,6 @@ const Tensor& SharedScratch::buffer(int depth, Slot slot) const {
   LS_CHECK(depth >= 0 && i < bufs_.size() && bufs_[i].defined(), "SharedScratch: depth {} slot {} was never reserved",
            depth, static_cast<int>(slot));
   return bufs_[i];
-}
-
-int64_t SharedScratch::bytes() const {
-  int64_t b = ws_.bytes();
-  for (const Tensor& t : bufs_) b += t.defined() ? static_cast<int64_t>(t.nbytes()) : 0;
-  return b;
 }
 
 void SharedScratch::fill(float value) {

@@ -29,22 +29,24 @@
 
 namespace lockstep {
 
+namespace cuda {
+class Context;  // cuda/context.h
+}
+
 class SharedScratch {
  public:
   // Buffers of one depth: the chain's two gradient buffers, then the residual
   // blocks' shortcut input gradient.
   enum Slot { kGradA = 0, kGradB = 1, kShortcutGrad = 2, kSlots = 3 };
 
-  // Makes (depth, slot) hold at least `numel` elements of `dtype` on `alloc`'s
-  // device `device` (a new zero-filled buffer when it does not).
-  void reserve(int depth, Slot slot, int64_t numel, DType dtype, Device device,
-               const std::shared_ptr<Allocator>& alloc);
+  // Makes (depth, slot) hold at least `numel` elements of `dtype` on `device`
+  // (a new zero-filled buffer when it does not: nn/device_util.h ensure_scratch;
+  // `gpu` is the context of a GPU device).
+  void reserve(int depth, Slot slot, int64_t numel, DType dtype, Device device, cuda::Context* gpu);
   // The whole buffer (callers slice the part they need). Throws if never reserved.
   const Tensor& buffer(int depth, Slot slot) const;
   // The per-thread buffers the CPU convolutions share.
   const ops::Workspace& workspace() const { return ws_; }
-  // Bytes held by the gradient buffers and the per-thread buffers.
-  int64_t bytes() const;
   // Sets every element of every buffer (host fp32 buffers; tests: NaN there
   // shows a layer that reads what another layer left).
   void fill(float value);

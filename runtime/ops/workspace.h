@@ -46,18 +46,11 @@ class Workspace {
   // From now on this workspace uses `other`'s per-thread buffers (and they
   // both grow them); its own are released.
   void share_thread_buffers(const Workspace& other) { threads_ = other.threads_; }
-  bool shares_thread_buffers_with(const Workspace& other) const { return threads_ == other.threads_; }
   // Sets every element of the per-thread buffers (tests: NaN there shows a
   // call that reads what an earlier call left).
   void fill_thread_buffers(float value) {
     for (Tensor& t : *threads_)
       if (t.defined()) t.fill(value);
-  }
-  // Bytes held: the per-thread buffers (shared ones too) and `shared`.
-  int64_t bytes() const {
-    int64_t b = shared_.defined() ? static_cast<int64_t>(shared_.nbytes()) : 0;
-    for (const Tensor& t : *threads_) b += t.defined() ? static_cast<int64_t>(t.nbytes()) : 0;
-    return b;
   }
 
  private:

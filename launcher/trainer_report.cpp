@@ -1,0 +1,74 @@
+// Trainer: the end of a completed run -- the summary figures, the seeds'
+// "Average time" line, --benchmark's line, memory high-water marks and the
+// metrics file's summary record (trainer.h has the class; trainer.cpp the loop).
+#include <cmath>
+
+#include "metrics.h"
+#include "progress.h"
+#include "recipe.h"
+#include "trainer.h"
+
+namespace lockstep {
+
+void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) {
+  const int world = comm_.size();
+  const int K = c_.accumulate_steps;
+  sum.images_per_sec = t.measured_seconds > 0 ? t.measured_images / t.measured_seconds : 0.0;
+  sum.measured_seconds = t.measured_seconds;
+
+  // The seeds' summary: mean epoch times with the first epoch excluded (it pays for warm-up).
+  const size_t first = t.train_seconds.size() > 1 ? 1 : 0;
+  double tr = 0, te = 0;
+  for (size_t i = first; i < t.train_seconds.size(); ++i) {
+    tr += t.train_seconds[i];
+    te += t.test_seconds[i];
+  }
+  const double n = static_cast<double>(t.train_seconds.size() - first);
+  const std::string throughput =
+      world > 1 ? fmt::format("{} img/s total, {} img/s per rank ({} ranks)", group_thousands(sum.images_per_sec),
+                              group_thousands(sum.images_per_sec / world), world)
+                : fmt::format("{} img/s", group_thousands(sum.images_per_sec));
+  // Memory high-water marks (rank 0's; every rank of one model plans the same),
+  // logged before the seed's summary lines (--benchmark's line stays the last).
+  const double mib = 1 << 20;
+  const double host_peak_mib = static_cast<double>(peak_resident_bytes()) / mib;
+  log_->info("memory: host peak resident {:.0f} MiB{}", host_peak_mib, dev_ ? "; " + dev_->memory_report() : "");
+  nlohmann::json memory = {{"host_peak_resident_mib", host_peak_mib}};
+  if (dev_) {
+    const DeviceRuntime::MemoryStats m = dev_->memory_stats();
+    memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
+    memory["gpu_peak_reserved_mib"] = static_cast<double>(m.peak_reserved_bytes) / mib;
+    memory["gpu_mallocs"] = m.device_mallocs;
+  }
+  if (n > 0)
+    log_->info("Average time TRAIN {:.2f}s{} ({}) | {} after {} warm-up steps", tr / n,
+               c_.eval ? fmt::format(" TEST {:.2f}s", te / n) : std::string(),
+               first ? fmt::format("epochs {}-{}", t.epochs[first], t.epochs.back())
+                     : fmt::format("epoch {}", t.epochs.front()),
+               throughput, kWarmupSteps);
+  const double measured_steps = t.measured_images / static_cast<double>(global_batch_);
+  const double ms_per_step = measured_steps > 0 ? 1e3 * t.measured_seconds / measured_steps : 0.0;
+  if (c_.benchmark)
+    log_->info("benchmark: {} on {} samples, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
+               "{:.1f} ms per step ({} steps timed, {} warm-up steps left out)",
+               c_.model, train_->sample_shape().str(), micro_batch_ * K, world, world == 1 ? "" : "s",
+               group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
+               std::llround(measured_steps), progress_.step - t.first_step - std::llround(measured_steps));
+  nlohmann::json summary = {
+      {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
+      {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
+      {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
+      {"lr", effective_lr(c_, global_batch_)},
+      {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
+      {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},
+      {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
+      {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
+      {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
+      {"comm_wait_seconds", sum.comm_wait_seconds},
+      {"exposed_comm_fraction", t.measured_seconds > 0 ? sum.comm_wait_seconds / t.measured_seconds : 0.0},
+      {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}};
+  summary.update(memory);
+  records.write(summary);
+}
+
+}  // namespace lockstep
