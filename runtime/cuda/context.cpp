@@ -17,7 +17,8 @@ Context::Context(int device)
     : device_(make_current(device)),
       stream_(),
       allocator_(std::make_shared<CachingAllocator>(device, stream_.get())),
-      cublas_(stream_.get()),
+      cublas_library_(),
+      cublas_(cublas_library_, stream_.get()),
       cudnn_(stream_.get()) {}
 
 Context::~Context() {

@@ -1,6 +1,7 @@
 // Everything one rank's GPU work runs on: the device, the compute stream, the
-// caching allocator ordered on that stream, the cuBLAS and cuDNN handles bound
-// to it, and a growable scratch workspace for library calls. One per rank,
+// caching allocator ordered on that stream, cuBLAS (opened here, not at program
+// start: cuda/cublas_library.h), the cuBLAS and cuDNN handles bound to the
+// stream, and a growable scratch workspace for library calls. One per rank,
 // owned by whoever drives training (the trainer, a test); layers get a pointer
 // through their Forward/BackwardContext. Not a singleton.
 #pragma once
@@ -43,6 +44,8 @@ class Context {
   const Stream& stream() const { return stream_; }
   cudaStream_t raw_stream() const { return stream_.get(); }
   const std::shared_ptr<CachingAllocator>& allocator() const { return allocator_; }
+  // cuBLAS calls go through the opened library: ctx.blas().sgemm(ctx.cublas(), ...).
+  const CublasLibrary& blas() const { return cublas_library_; }
   cublasHandle_t cublas() const { return cublas_.get(); }
   cudnnHandle_t cudnn() const { return cudnn_.get(); }
 
@@ -62,6 +65,7 @@ class Context {
   int device_;
   Stream stream_;
   std::shared_ptr<CachingAllocator> allocator_;
+  CublasLibrary cublas_library_;  // before cublas_, which it outlives
   CublasHandle cublas_;
   CudnnHandle cudnn_;
   void* workspace_ = nullptr;

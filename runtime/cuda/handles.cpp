@@ -5,16 +5,16 @@
 
 namespace lockstep::cuda {
 
-CublasHandle::CublasHandle(cudaStream_t stream) {
-  LS_CUBLAS_CHECK(cublasCreate(&handle_));
-  LS_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+CublasHandle::CublasHandle(const CublasLibrary& library, cudaStream_t stream) : library_(&library) {
+  LS_CUBLAS_CHECK(library.create(&handle_));
+  LS_CUBLAS_CHECK(library.set_stream(handle_, stream));
   // fp32 GEMMs stay fp32 (no TF32) unless a precision mode asks otherwise:
   // parity with the CPU path is the default.
-  LS_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+  LS_CUBLAS_CHECK(library.set_math_mode(handle_, CUBLAS_DEFAULT_MATH));
 }
 
 CublasHandle::~CublasHandle() {
-  if (handle_) cublasDestroy(handle_);
+  if (handle_) library_->destroy(handle_);
 }
 
 CudnnHandle::CudnnHandle(cudaStream_t stream) {

@@ -2,22 +2,25 @@
 // one stream; all calls through it are queued there.
 #pragma once
 
-#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+
+#include "cuda/cublas_library.h"
 
 namespace lockstep::cuda {
 
 class CublasHandle {
  public:
-  explicit CublasHandle(cudaStream_t stream);
+  // `library` must outlive the handle (cuda::Context owns both).
+  CublasHandle(const CublasLibrary& library, cudaStream_t stream);
   ~CublasHandle();
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
   cublasHandle_t get() const { return handle_; }
 
  private:
+  const CublasLibrary* library_;
   cublasHandle_t handle_ = nullptr;
 };
 

@@ -134,9 +134,9 @@ void linear_forward_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out,
   if (B == 0) return;
   const float one = 1.f, zero = 0.f;
   // y^T [out, B] = (w^T)^T [out, in] * x^T [in, B]   (see the derivation at the top)
-  LS_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(B),
-                              static_cast<int>(in), &one, w, static_cast<int>(in), x, static_cast<int>(in), &zero, y,
-                              static_cast<int>(out)));
+  LS_CUBLAS_CHECK(ctx.blas().sgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(B),
+                                   static_cast<int>(in), &one, w, static_cast<int>(in), x, static_cast<int>(in), &zero,
+                                   y, static_cast<int>(out)));
   if (b || relu) {
     const RowGrid g = row_grid(B, out);
     bias_act_kernel<float><<<g.grid, g.block, 0, ctx.raw_stream()>>>(out, y, b, relu, y);
@@ -156,15 +156,15 @@ void linear_backward_cuda(cuda::Context& ctx, int64_t B, int64_t in, int64_t out
   const float one = 1.f, zero = 0.f;
   const float beta = accumulate ? 1.f : 0.f;
   // dw^T [in, out] (+)= x^T [in, B] * dy [B, out]
-  LS_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(in), static_cast<int>(out),
-                              static_cast<int>(B), &one, x, static_cast<int>(in), dy, static_cast<int>(out), &beta, dw,
-                              static_cast<int>(in)));
+  LS_CUBLAS_CHECK(ctx.blas().sgemm(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(in), static_cast<int>(out),
+                                   static_cast<int>(B), &one, x, static_cast<int>(in), dy, static_cast<int>(out), &beta,
+                                   dw, static_cast<int>(in)));
   if (db) launch_column_sums<float>(B, out, dy, db, accumulate, stream);
   if (dx) {
     // dx^T [in, B] = w^T [in, out] * dy^T [out, B]
-    LS_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(in), static_cast<int>(B),
-                                static_cast<int>(out), &one, w, static_cast<int>(in), dy, static_cast<int>(out), &zero,
-                                dx, static_cast<int>(in)));
+    LS_CUBLAS_CHECK(ctx.blas().sgemm(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(in), static_cast<int>(B),
+                                     static_cast<int>(out), &one, w, static_cast<int>(in), dy, static_cast<int>(out),
+                                     &zero, dx, static_cast<int>(in)));
   }
 }
 
@@ -179,10 +179,10 @@ void linear_forward_16_cuda(DType dt, cuda::Context& ctx, int64_t B, int64_t in,
   // the 16-bit type once; without one, the GEMM writes the 16-bit y directly.
   void* c = epilogue ? ctx.workspace(static_cast<size_t>(B * out) * sizeof(float)) : y;
   const cudaDataType ctype = epilogue ? CUDA_R_32F : t16;
-  LS_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(B),
-                               static_cast<int>(in), &one, w, t16, static_cast<int>(in), x, t16,
-                               static_cast<int>(in), &zero, c, ctype, static_cast<int>(out), CUBLAS_COMPUTE_32F,
-                               CUBLAS_GEMM_DEFAULT));
+  LS_CUBLAS_CHECK(ctx.blas().gemm_ex(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(B),
+                                     static_cast<int>(in), &one, w, t16, static_cast<int>(in), x, t16,
+                                     static_cast<int>(in), &zero, c, ctype, static_cast<int>(out), CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT));
   if (epilogue) {
     const RowGrid g = row_grid(B, out);
     cuda::dispatch_16bit(dt, [&](auto tag) {
@@ -211,10 +211,10 @@ void linear_backward_16_cuda(DType dt, cuda::Context& ctx, int64_t B, int64_t in
   const float one = 1.f, zero = 0.f;
   const float beta = accumulate ? 1.f : 0.f;
   // dw^T [in, out] (+)= x^T [in, B] * dy [B, out], fp32 result.
-  LS_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(in), static_cast<int>(out),
-                               static_cast<int>(B), &one, x, t16, static_cast<int>(in), dy, t16,
-                               static_cast<int>(out), &beta, dw, CUDA_R_32F, static_cast<int>(in), CUBLAS_COMPUTE_32F,
-                               CUBLAS_GEMM_DEFAULT));
+  LS_CUBLAS_CHECK(ctx.blas().gemm_ex(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(in), static_cast<int>(out),
+                                     static_cast<int>(B), &one, x, t16, static_cast<int>(in), dy, t16,
+                                     static_cast<int>(out), &beta, dw, CUDA_R_32F, static_cast<int>(in),
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   if (db) {
     cuda::dispatch_16bit(dt, [&](auto tag) {
       using T = decltype(tag);
@@ -223,10 +223,10 @@ void linear_backward_16_cuda(DType dt, cuda::Context& ctx, int64_t B, int64_t in
   }
   if (dx) {
     // dx^T [in, B] = w^T [in, out] * dy^T [out, B], 16-bit result.
-    LS_CUBLAS_CHECK(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(in), static_cast<int>(B),
-                                 static_cast<int>(out), &one, w, t16, static_cast<int>(in), dy, t16,
-                                 static_cast<int>(out), &zero, dx, t16, static_cast<int>(in), CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT));
+    LS_CUBLAS_CHECK(ctx.blas().gemm_ex(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(in), static_cast<int>(B),
+                                       static_cast<int>(out), &one, w, t16, static_cast<int>(in), dy, t16,
+                                       static_cast<int>(out), &zero, dx, t16, static_cast<int>(in), CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
   }
 }
 

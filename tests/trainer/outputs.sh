@@ -16,6 +16,14 @@ done
 grep -q "(default: lenet)" "$WORK/help" || fail "--help does not show defaults"
 "$TRAINER" --version | grep -q "^lockstep " || fail "--version"
 
+# A CUDA-enabled build opens cuBLAS only when a GPU context is made
+# (runtime/cuda/cublas_library.h): loading it costs a process 0.11 s and 210 MB,
+# so a CPU run must not. The dynamic loader's own log says what was opened.
+LD_DEBUG=files "$TRAINER" --model mlp --dataset synthetic --synthetic-samples 256 --batch-size 64 --max-steps 2 \
+  --threads 1 > /dev/null 2> "$WORK/ld.log" || fail "the loader-logged CPU run failed"
+grep -q 'file=libc\.so' "$WORK/ld.log" || fail "LD_DEBUG=files logged nothing; cannot check what a CPU run loads"
+if grep -qE 'file=[^ ]*libcublas' "$WORK/ld.log"; then fail "a CPU run loaded cuBLAS: $(grep -m1 -E 'file=[^ ]*libcublas' "$WORK/ld.log")"; fi
+
 ARGS="--model mlp --dataset synthetic --synthetic-samples 2048 --batch-size 64 --epochs 3 --lr 0.02 --threads 1"
 "$TRAINER" $ARGS --metrics-file "$WORK/m.jsonl" --save-weights "$WORK/w.safetensors" > "$WORK/out" 2> "$WORK/err"
 cat "$WORK/out"
