@@ -26,53 +26,18 @@ for tool in ip unshare ssh ssh-keygen /usr/sbin/sshd mpirun; do
   command -v "$tool" > /dev/null || { echo "FAIL: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
 done
 
-# A free /24 and names unique to this run.
-X=""
-for i in $(seq 0 60); do
-  cand=$(( ($$ + i * 37) % 250 + 1 ))
-  if ! ip -4 addr show | grep -q "inet 10\.213\.$cand\."; then X=$cand; break; fi
-done
-[[ -n $X ]] || { echo "FAIL: no free 10.213.X.0/24 subnet"; exit 1; }
-ID=$X$(( $$ % 1000 ))
-SUB=10.213.$X
-BR=lsbr$ID
-NS=(lsh${ID}a lsh${ID}b)
-VETH=(lsv${ID}a lsv${ID}b)
+source "$(dirname "$(readlink -f "$0")")/../../scripts/lib/namespace_hosts.sh"
 WORK=$(mktemp -d /tmp/lockstep-nshosts.XXXXXX)
 chmod 755 "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-leftovers() {  # prints what this run left behind
-  for ns in "${NS[@]}"; do ip netns list | grep -qw "$ns" && echo "namespace $ns"; done
-  ip link show "$BR" > /dev/null 2>&1 && echo "bridge $BR"
-  for v in "${VETH[@]}"; do ip link show "$v" > /dev/null 2>&1 && echo "veth $v"; done
-  # Live processes started for this run (sshd by its config path, trainers by their output paths);
-  # zombies are not processes that run (this container's init does not reap them).
-  for pid in $(pgrep -f "$WORK" || true); do
-    [[ $pid == "$$" ]] && continue
-    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo Z)
-    [[ $state != Z ]] && echo "process $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
-  done
-  return 0
-}
-
 teardown() {
   local rc=$?
   set +e
-  for ns in "${NS[@]}"; do  # sshd first (by pid file), then anything else still in the namespace
-    [[ -f $WORK/sshd-$ns.pid ]] && kill "$(cat "$WORK/sshd-$ns.pid")" 2> /dev/null
-    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill "$pid" 2> /dev/null; done
-  done
-  sleep 0.5
-  for ns in "${NS[@]}"; do
-    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -9 "$pid" 2> /dev/null; done
-    ip netns del "$ns" 2> /dev/null
-  done
-  ip link del "$BR" 2> /dev/null
-  for v in "${VETH[@]}"; do ip link del "$v" 2> /dev/null; done
+  nshosts_down
   local left
   for _ in $(seq 100); do  # the kernel frees a namespace's veth a moment after the namespace goes
-    left=$(leftovers)
+    left=$(nshosts_leftovers)
     [[ -z $left ]] && break
     sleep 0.1
   done
@@ -89,56 +54,15 @@ teardown() {
 trap teardown EXIT
 
 # --- the hosts ---
-ip link add "$BR" type bridge
-ip addr add "$SUB.254/24" dev "$BR"
-ip link set "$BR" up
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/client_key"
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/host_key"
-cp "$WORK/client_key.pub" "$WORK/authorized_keys"
-mkdir -p /run/sshd  # sshd's privilege-separation directory
-for i in 0 1; do
-  ns=${NS[$i]} addr=$SUB.$((i + 1))
-  ip netns add "$ns"
-  ip link add "${VETH[$i]}" type veth peer name eth0 netns "$ns"
-  ip link set "${VETH[$i]}" master "$BR" up
-  ip -n "$ns" addr add "$addr/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
-  cat > "$WORK/sshd-$ns.conf" << EOF
-ListenAddress $addr
-HostKey $WORK/host_key
-PidFile $WORK/sshd-$ns.pid
-AuthorizedKeysFile $WORK/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-StrictModes no
-UsePAM no
-EOF
-  # Its own UTS namespace: each host has its own host name, as real hosts do
-  # (Open MPI tells hosts apart by name).
-  ip netns exec "$ns" unshare --uts sh -c "hostname $ns; exec /usr/sbin/sshd -f $WORK/sshd-$ns.conf -E $WORK/sshd-$ns.log"
-done
-cat > "$WORK/ssh_config" << EOF
-Host $SUB.*
-  IdentityFile $WORK/client_key
-  StrictHostKeyChecking no
-  UserKnownHostsFile /dev/null
-  LogLevel ERROR
-EOF
-SSH_OPTS=(--ssh-options "-F $WORK/ssh_config")
+nshosts_up 2 "$WORK" || { echo "FAIL: bringing up the namespace hosts"; exit 1; }
+SSH_OPTS=(--ssh-options "-F $SSH_CONFIG")
 cat > "$WORK/hostfile" << EOF
 # two namespace hosts of this test run
 $SUB.1 slots=2
 $SUB.2 slots=2
 EOF
-for i in $(seq 50); do  # both sshd listening
-  ssh -F "$WORK/ssh_config" -o BatchMode=yes -o ConnectTimeout=2 "$SUB.1" true 2> /dev/null &&
-    ssh -F "$WORK/ssh_config" -o BatchMode=yes -o ConnectTimeout=2 "$SUB.2" true 2> /dev/null && break
-  sleep 0.1
-done
 echo "hosts: ${NS[0]} at $SUB.1, ${NS[1]} at $SUB.2 (bridge $BR)"
-[[ $(ssh -F "$WORK/ssh_config" "$SUB.2" hostname) == "${NS[1]}" ]] || { echo "FAIL: ssh to $SUB.2"; exit 1; }
+[[ $(ssh -F "$SSH_CONFIG" "$SUB.2" hostname) == "${NS[1]}" ]] || { echo "FAIL: ssh to $SUB.2"; exit 1; }
 
 # --- 1. --check ---
 "$RUN" --check --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" | tee "$WORK/check.log"
@@ -246,7 +170,7 @@ grep -qE "^error: collective timeout .*rank 2 \(host ${NS[1]}, pid [0-9]+\) (has
 [[ $code == 3 ]] || { cat "$WORK/cut.log"; echo "FAIL: exit code $code, expected 3 (collective timeout)"; exit 1; }
 left_a=$(ip netns pids "${NS[0]}" | xargs -r ps -o stat=,comm= -p | awk '$1 !~ /^Z/ && $2 == "trainer"' | wc -l)
 [[ $left_a == 0 ]] || { echo "FAIL: $left_a ranks still running on ${NS[0]}"; exit 1; }
-left_ssh=$( (pgrep -f "ssh .*$WORK/ssh_config" || true) | xargs -r ps -o stat=,pid= -p | awk '$1 !~ /^Z/' | wc -l)
+left_ssh=$( (pgrep -f "ssh .*$SSH_CONFIG" || true) | xargs -r ps -o stat=,pid= -p | awk '$1 !~ /^Z/' | wc -l)
 [[ $left_ssh == 0 ]] || { echo "FAIL: $left_ssh ssh sessions of the job left on the launch host"; exit 1; }
 # Host b's ranks cannot be reached; their own watchdogs end them (rank 0
 # silent for the timeout + 3 s). Measured, not gated: their daemon is cut off.
