@@ -2,8 +2,10 @@
 #include "comm/mpi_communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "comm/mpi_session.h"
 #include "comm/ordered_sum.h"
@@ -53,6 +55,32 @@ constexpr int64_t kMaxCount = int64_t{1} << 30;
 // Elements per segment of an ordered allreduce (see allreduce_sum_ordered):
 // 1 MB, measured best of 1, 4 and 16 MB for 4-256 MB buffers at 2 ranks.
 constexpr int64_t kOrderedSegment = int64_t{1} << 18;
+
+// Waits for `reqs` without holding a core for the whole transfer. Open MPI's
+// blocking waits poll for as long as the data takes (its progress loop in
+// user time, epoll in system time): on a slow link that is most of a step,
+// taken from the compute threads that backward runs on while buckets are
+// reduced. So: poll for kSpin (an exchange through shared memory or a fast
+// network is over by then), then test at growing intervals up to kMaxNap.
+// Measured across two namespace hosts on 2 cores, 1 Gbit/s link (2026-11-23):
+// keras-cnn with 1 MB buckets 85.5 -> 72.4 ms per step, resnet50 at 64x64
+// 1332 -> 1153 ms; no change through shared memory (bench_allreduce --path
+// ordered, 4 B to 64 MB) or when nothing overlaps (docs/performance.md).
+void wait_all(std::vector<MPI_Request>& reqs) {
+  using clock = std::chrono::steady_clock;
+  constexpr auto kSpin = std::chrono::microseconds(200);
+  constexpr auto kMaxNap = std::chrono::microseconds(50);
+  const auto start = clock::now();
+  auto nap = std::chrono::microseconds(5);
+  for (;;) {
+    int done = 0;
+    LS_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
+    if (done) return;
+    if (clock::now() - start < kSpin) continue;
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, kMaxNap);
+  }
+}
 
 }  // namespace
 
@@ -232,11 +260,8 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
   const int N = size_, me = rank_;
   auto first = [&](int r) { return n * r / N; };
   const int64_t mine = first(me + 1) - first(me), largest = (n + N - 1) / N;
-  std::vector<int> counts(static_cast<size_t>(N)), displs(static_cast<size_t>(N));
-  for (int r = 0; r < N; ++r) {
-    displs[static_cast<size_t>(r)] = static_cast<int>(first(r));
-    counts[static_cast<size_t>(r)] = static_cast<int>(first(r + 1) - first(r));
-  }
+  std::vector<int> counts(static_cast<size_t>(N));
+  for (int r = 0; r < N; ++r) counts[static_cast<size_t>(r)] = static_cast<int>(first(r + 1) - first(r));
   const bool narrow = wire != WireType::F32;
   const int64_t esize = narrow ? 2 : 4;
   const MPI_Datatype type = narrow ? MPI_UINT16_T : MPI_FLOAT;
@@ -270,7 +295,7 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
     reqs.emplace_back();
     LS_MPI(MPI_Isend(send + first(r) * esize, counts[static_cast<size_t>(r)], type, r, 0, comm_, &reqs.back()));
   }
-  LS_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  wait_all(reqs);
   // Sum this rank's chunk in rank order.
   std::vector<const float*> src(static_cast<size_t>(N));
   float* out = data + first(me);
@@ -299,7 +324,18 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
       convert_range(mine, [&](int64_t i) { o16[i] = float_to_f16(out[i]); });
   }
   // Phase 2: every owner's sums to everyone, in place.
-  LS_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, type, send, counts.data(), displs.data(), type, comm_));
+  reqs.clear();
+  for (int r = 0; r < N; ++r) {
+    if (r == me) continue;
+    reqs.emplace_back();
+    LS_MPI(MPI_Irecv(send + first(r) * esize, counts[static_cast<size_t>(r)], type, r, 1, comm_, &reqs.back()));
+  }
+  for (int r = 0; r < N; ++r) {
+    if (r == me) continue;
+    reqs.emplace_back();
+    LS_MPI(MPI_Isend(send + first(me) * esize, static_cast<int>(mine), type, r, 1, comm_, &reqs.back()));
+  }
+  wait_all(reqs);
   if (narrow) {
     if (wire == WireType::BF16)
       convert_range(n, [&](int64_t i) { data[i] = bf16_to_float(w16[i]); });
