@@ -5,7 +5,11 @@ Starts WORLD processes on this host (torch.multiprocessing), each training the
 same model on its own fixed synthetic batch of --batch-size samples with SGD
 (momentum 0.9) under DDP with the gloo backend, --threads intra-op threads per
 process. After 5 warm-up steps, rank 0 times windows of steps; the result is the
-median images/s over all ranks. Last line: JSON.
+median images/s over all ranks. Last line: JSON (rank 0).
+
+Across hosts (scripts/bench_hosts.sh): --rank R --master ADDR:PORT runs one
+rank in this process; start one per host with the same --world and --master
+(set GLOO_SOCKET_IFNAME to the interface that reaches the others).
 """
 import argparse, json, os, socket, statistics, sys, time
 
@@ -19,16 +23,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_models import TorchModel  # noqa: E402
 
 
-def worker(rank, a, port, out):
+def worker(rank, a, master, out):
     torch.set_num_threads(a.threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=a.world)
+    dist.init_process_group("gloo", init_method=f"tcp://{master}", rank=rank, world_size=a.world)
     torch.manual_seed(0)
-    model = DDP(TorchModel(a.model))
+    model = DDP(TorchModel(a.model, in_ch=a.channels, classes=a.classes, hw=a.image_size))
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(rank)
-    x = torch.rand(a.batch_size, 1, 28, 28, generator=g)
-    y = torch.randint(0, 10, (a.batch_size,), generator=g)
+    x = torch.rand(a.batch_size, a.channels, a.image_size, a.image_size, generator=g)
+    y = torch.randint(0, a.classes, (a.batch_size,), generator=g)
 
     def step():
         opt.zero_grad(set_to_none=False)
@@ -58,22 +62,36 @@ def main():
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--window", type=int, default=10)
+    ap.add_argument("--image-size", type=int, default=28)
+    ap.add_argument("--channels", type=int, default=1)
+    ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--rank", type=int, help="run only this rank (with --master), one process per host")
+    ap.add_argument("--master", help="ADDR:PORT of rank 0's rendezvous, with --rank")
     a = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, a, port, out)) for r in range(a.world)]
-    for p in procs:
-        p.start()
-    ips = out.get()
-    for p in procs:
-        p.join()
+    if (a.rank is None) != (a.master is None):
+        ap.error("--rank and --master go together")
+    if a.rank is not None:
+        out = mp.get_context("spawn").Queue()
+        worker(a.rank, a, a.master, out)
+        if a.rank != 0:
+            return
+        ips = out.get()
+    else:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        procs = [ctx.Process(target=worker, args=(r, a, f"127.0.0.1:{port}", out)) for r in range(a.world)]
+        for p in procs:
+            p.start()
+        ips = out.get()
+        for p in procs:
+            p.join()
     print(f"torch {torch.__version__} DDP gloo {a.model} world {a.world} batch {a.batch_size}/rank "
           f"threads {a.threads}: median {ips:,.0f} img/s")
     print(json.dumps({"impl": "pytorch-ddp-gloo", "model": a.model, "world": a.world, "batch": a.batch_size,
-                      "threads": a.threads, "images_per_sec": ips}))
+                      "threads": a.threads, "image_size": a.image_size, "images_per_sec": ips}))
 
 
 if __name__ == "__main__":
