@@ -9,7 +9,9 @@
 # Per model, rate and round, back to back, all with 1 compute thread per rank
 # and the same per-rank batch of synthetic data:
 #   lockstep N=2 across the hosts (lockstep-run -H a:1,b:1 trainer --benchmark),
-#     with overlap (the default) and with --no-overlap;
+#     with overlap (the default), with --no-overlap, and with overlap and
+#     --fusion-threshold-mb 4 (smaller buckets: a model under 25 MB is
+#     otherwise one bucket after the 1 MB first one, ready only at the end);
 #   DDP N=2 across the hosts (scripts/bench/torch_ddp.py --rank/--master in each
 #     namespace, GLOO_SOCKET_IFNAME=eth0);
 # and each round, on this host without a network, lockstep and DDP at N=1.
@@ -141,11 +143,13 @@ for ((round = 1; round <= REPS; ++round)); do
       R["$model $rate l2"]+="${out%% *} " R["$model $rate x2"]+="${out##* } "
       out=$(lockstep_run "$model" 2 --no-overlap) || exit 1
       R["$model $rate n2"]+="${out%% *} " R["$model $rate y2"]+="${out##* } "
+      out=$(lockstep_run "$model" 2 --fusion-threshold-mb 4) || exit 1
+      R["$model $rate f2"]+="${out%% *} " R["$model $rate z2"]+="${out##* } "
       out=$(ddp_run "$model" 2) || exit 1
       R["$model $rate d2"]+="$out "
-      printf '  round %d %s %s: lockstep %.1f (no overlap %.1f) img/s, exposed %.1f%% (%.1f%%); DDP %.1f img/s\n' \
+      printf '  round %d %s %s: lockstep %.1f (no overlap %.1f, 4 MB buckets %.1f) img/s, exposed %.1f%% (%.1f%%); DDP %.1f img/s\n' \
         "$round" "$model" "$rate" $(echo "${R["$model $rate l2"]}" | awk '{print $NF}') \
-        $(echo "${R["$model $rate n2"]}" | awk '{print $NF}') \
+        $(echo "${R["$model $rate n2"]}" | awk '{print $NF}') $(echo "${R["$model $rate f2"]}" | awk '{print $NF}') \
         "$(echo "${R["$model $rate x2"]}" | awk '{print 100 * $NF}')" \
         "$(echo "${R["$model $rate y2"]}" | awk '{print 100 * $NF}')" $(echo "${R["$model $rate d2"]}" | awk '{print $NF}')
     done
@@ -164,18 +168,20 @@ for line in """$dump""".strip().splitlines():
     R[k] = [float(x) for x in v.split()]
 med = lambda k: statistics.median(R[k])
 print()
-print("| model | link | lockstep N=1 | lockstep N=2 | efficiency | exposed comm | no overlap: N=2, efficiency, exposed | DDP N=1 | DDP N=2 | DDP efficiency | lockstep / DDP at N=2 |")
-print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+print("| model | link | lockstep N=1 | lockstep N=2 | efficiency | exposed comm | no overlap: N=2, efficiency, exposed "
+      "| 4 MB buckets: N=2, efficiency, exposed | DDP N=1 | DDP N=2 | DDP efficiency | lockstep / DDP at N=2 |")
+print("|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|")
 out = []
 for m in models:
     l1, d1 = med(f"{m} - l1"), med(f"{m} - d1")
     for r in rates:
         l2, n2, d2 = med(f"{m} {r} l2"), med(f"{m} {r} n2"), med(f"{m} {r} d2")
-        x2, y2 = med(f"{m} {r} x2"), med(f"{m} {r} y2")
+        x2, y2, f2, z2 = med(f"{m} {r} x2"), med(f"{m} {r} y2"), med(f"{m} {r} f2"), med(f"{m} {r} z2")
         print(f"| {m} | {r} | {l1:.1f} | {l2:.1f} | {l2 / (2 * l1):.3f} | {100 * x2:.1f}% | {n2:.1f}, {n2 / (2 * l1):.3f}, {100 * y2:.1f}% "
-              f"| {d1:.1f} | {d2:.1f} | {d2 / (2 * d1):.3f} | {l2 / d2:.2f}x |")
+              f"| {f2:.1f}, {f2 / (2 * l1):.3f}, {100 * z2:.1f}% | {d1:.1f} | {d2:.1f} | {d2 / (2 * d1):.3f} | {l2 / d2:.2f}x |")
         out.append({"model": m, "link": r, "lockstep": {"n1": l1, "n2": l2, "efficiency": round(l2 / (2 * l1), 3),
-                    "exposed_comm": round(x2, 4), "no_overlap_n2": n2, "no_overlap_exposed_comm": round(y2, 4)},
+                    "exposed_comm": round(x2, 4), "no_overlap_n2": n2, "no_overlap_exposed_comm": round(y2, 4),
+                    "buckets_4mb_n2": f2, "buckets_4mb_exposed_comm": round(z2, 4)},
                     "ddp": {"n1": d1, "n2": d2, "efficiency": round(d2 / (2 * d1), 3)}, "lockstep_over_ddp": round(l2 / d2, 3)})
 print(json.dumps(out))
 PY

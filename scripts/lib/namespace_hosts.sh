@@ -101,18 +101,18 @@ nshosts_leftovers() {
   return 0
 }
 
-nshosts_down() {
+nshosts_down() {  # every step may find its object gone already: none may fail (callers run under set -e)
   local ns pid v
   for ns in "${NS[@]}"; do  # sshd first (by pid file), then anything else still in the namespace
-    [[ -f $NSH_WORK/sshd-$ns.pid ]] && kill "$(cat "$NSH_WORK/sshd-$ns.pid")" 2> /dev/null
-    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill "$pid" 2> /dev/null; done
+    [[ -f $NSH_WORK/sshd-$ns.pid ]] && { kill "$(cat "$NSH_WORK/sshd-$ns.pid")" 2> /dev/null || true; }
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill "$pid" 2> /dev/null || true; done
   done
   sleep 0.5
   for ns in "${NS[@]}"; do
-    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -9 "$pid" 2> /dev/null; done
-    ip netns del "$ns" 2> /dev/null
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -9 "$pid" 2> /dev/null || true; done
+    ip netns del "$ns" 2> /dev/null || true
   done
-  [[ -n ${BR:-} ]] && ip link del "$BR" 2> /dev/null
-  for v in "${VETH[@]}"; do ip link del "$v" 2> /dev/null; done
+  [[ -n ${BR:-} ]] && { ip link del "$BR" 2> /dev/null || true; }
+  for v in "${VETH[@]}"; do ip link del "$v" 2> /dev/null || true; done
   return 0
 }
