@@ -260,8 +260,6 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
   const int N = size_, me = rank_;
   auto first = [&](int r) { return n * r / N; };
   const int64_t mine = first(me + 1) - first(me), largest = (n + N - 1) / N;
-  std::vector<int> counts(static_cast<size_t>(N));
-  for (int r = 0; r < N; ++r) counts[static_cast<size_t>(r)] = static_cast<int>(first(r + 1) - first(r));
   const bool narrow = wire != WireType::F32;
   const int64_t esize = narrow ? 2 : 4;
   const MPI_Datatype type = narrow ? MPI_UINT16_T : MPI_FLOAT;
@@ -282,20 +280,31 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
       convert_range(n, [&](int64_t i) { w16[i] = float_to_f16(data[i]); });
     send = reinterpret_cast<char*>(w16);
   }
-  // Phase 1: every other rank's chunk to it; every other rank's copy of mine here.
+  // One exchange with every other rank r: receive `recv_count(r)` elements at
+  // `recv_at(r)`, send `send_count(r)` from `send_at(r)`; wait for all of it.
   std::vector<MPI_Request> reqs;
   reqs.reserve(static_cast<size_t>(2 * (N - 1)));
-  for (int r = 0; r < N; ++r) {
-    if (r == me) continue;
-    reqs.emplace_back();
-    LS_MPI(MPI_Irecv(slots + r * largest * esize, static_cast<int>(mine), type, r, 0, comm_, &reqs.back()));
-  }
-  for (int r = 0; r < N; ++r) {
-    if (r == me) continue;
-    reqs.emplace_back();
-    LS_MPI(MPI_Isend(send + first(r) * esize, counts[static_cast<size_t>(r)], type, r, 0, comm_, &reqs.back()));
-  }
-  wait_all(reqs);
+  auto exchange = [&](int tag, auto recv_at, auto recv_count, auto send_at, auto send_count) {
+    reqs.clear();
+    for (int r = 0; r < N; ++r) {
+      if (r == me) continue;
+      reqs.emplace_back();
+      LS_MPI(MPI_Irecv(recv_at(r), recv_count(r), type, r, tag, comm_, &reqs.back()));
+    }
+    for (int r = 0; r < N; ++r) {
+      if (r == me) continue;
+      reqs.emplace_back();
+      LS_MPI(MPI_Isend(send_at(r), send_count(r), type, r, tag, comm_, &reqs.back()));
+    }
+    wait_all(reqs);
+  };
+  auto chunk_at = [&](int r) { return send + first(r) * esize; };
+  auto chunk_count = [&](int r) { return static_cast<int>(first(r + 1) - first(r)); };
+  auto slot_at = [&](int r) { return slots + r * largest * esize; };  // rank r's copy of my chunk
+  auto mine_at = [&](int) { return chunk_at(me); };
+  auto mine_count = [&](int) { return static_cast<int>(mine); };
+  // Phase 1: every other rank's chunk to it; every other rank's copy of mine here.
+  exchange(0, slot_at, mine_count, chunk_at, chunk_count);
   // Sum this rank's chunk in rank order.
   std::vector<const float*> src(static_cast<size_t>(N));
   float* out = data + first(me);
@@ -303,12 +312,12 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
     // The own contribution is read in place: sum_in_order reads every source
     // of an element before writing it.
     for (int r = 0; r < N; ++r)
-      src[static_cast<size_t>(r)] = r == me ? out : reinterpret_cast<const float*>(slots + r * largest * esize);
+      src[static_cast<size_t>(r)] = r == me ? out : reinterpret_cast<const float*>(slot_at(r));
     sum_in_rank_order(src.data(), N, mine, out);
   } else {
     float* wide = reinterpret_cast<float*>(slots + N * largest * esize);
     for (int r = 0; r < N; ++r) {
-      const uint16_t* h = r == me ? w16 + first(me) : reinterpret_cast<const uint16_t*>(slots + r * largest * esize);
+      const uint16_t* h = r == me ? w16 + first(me) : reinterpret_cast<const uint16_t*>(slot_at(r));
       float* f = wide + r * largest;
       if (wire == WireType::BF16)
         convert_range(mine, [&](int64_t i) { f[i] = bf16_to_float(h[i]); });
@@ -324,18 +333,7 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
       convert_range(mine, [&](int64_t i) { o16[i] = float_to_f16(out[i]); });
   }
   // Phase 2: every owner's sums to everyone, in place.
-  reqs.clear();
-  for (int r = 0; r < N; ++r) {
-    if (r == me) continue;
-    reqs.emplace_back();
-    LS_MPI(MPI_Irecv(send + first(r) * esize, counts[static_cast<size_t>(r)], type, r, 1, comm_, &reqs.back()));
-  }
-  for (int r = 0; r < N; ++r) {
-    if (r == me) continue;
-    reqs.emplace_back();
-    LS_MPI(MPI_Isend(send + first(me) * esize, static_cast<int>(mine), type, r, 1, comm_, &reqs.back()));
-  }
-  wait_all(reqs);
+  exchange(1, chunk_at, chunk_count, mine_at, mine_count);
   if (narrow) {
     if (wire == WireType::BF16)
       convert_range(n, [&](int64_t i) { data[i] = bf16_to_float(w16[i]); });
