@@ -5,7 +5,10 @@
 
 #include <mpi.h>
 
+#include <memory>
+
 #include "comm/communicator.h"
+#include "comm/ordered_allreduce.h"
 
 namespace lockstep {
 
@@ -27,10 +30,9 @@ class MpiCommunicator final : public Communicator {
   void broadcast(Tensor& t, int root) override;
   void allgather(const Tensor& in, Tensor& out) override;
   void barrier() override;
-  // Direct reduce-scatter (each rank sends every other rank that rank's chunk;
-  // the owner adds the N contributions in rank order), then an in-place
-  // allgather: bandwidth-optimal like a ring, and the order of every sum fixed.
-  // Not safe to call from two threads at once on one communicator.
+  // comm/ordered_allreduce.h: reduce-scatter with sums in rank order, then
+  // allgather, pipelined by segment. Not safe to call from two threads at once
+  // on one communicator.
   void allreduce_sum_ordered(Tensor& t, WireType wire) override;
   std::unique_ptr<Communicator> duplicate() const override;
   // MPI_Win_allocate_shared over this communicator when all ranks share a host.
@@ -41,8 +43,7 @@ class MpiCommunicator final : public Communicator {
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
-  Tensor recv_;  // persistent, pre-touched receive space for allreduce_sum_ordered
-  Tensor wire_;  // 16-bit copy of the tensor being reduced
+  std::unique_ptr<OrderedAllreduce> ordered_;  // allreduce_sum_ordered, with its persistent buffers
 };
 
 }  // namespace lockstep

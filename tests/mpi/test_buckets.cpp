@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "comm/ordered_allreduce.h"
 #include "core/hash.h"
 #include "core/rng.h"
 #include "mpi_world.h"
@@ -200,6 +201,39 @@ TEST_CASE("ordered allreduce: closed forms and any split", "[mpi][buckets]") {
   c.allreduce_sum_ordered(whole, WireType::F32);
   for (int64_t off = 0, len = 1; off < 5000; off += len, len = len * 3 % 701 + 1) {
     Tensor piece = parts.slice(off, Shape{std::min<int64_t>(len, 5000 - off)});
+    c.allreduce_sum_ordered(piece, WireType::F32);
+  }
+  CHECK(std::memcmp(whole.raw_data(), parts.raw_data(), whole.nbytes()) == 0);
+}
+
+TEST_CASE("ordered allreduce: many segments, every wire", "[mpi][buckets]") {
+  Communicator& c = world();
+  const int r = c.rank(), N = c.size();
+  constexpr int64_t seg = OrderedAllreduce::kSegment;
+  // One segment and one element, whole segments, and a ragged last one.
+  for (int64_t n : {seg + 1, 4 * seg, 6 * seg + 777}) {
+    // Small integers: exact in fp32, bf16 and fp16, so every wire gives the
+    // closed form (N <= 4: sums up to 54).
+    for (WireType wire : {WireType::F32, WireType::BF16, WireType::F16}) {
+      Tensor t = Tensor::zeros(Shape{n});
+      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(r + (i * 7 + i / seg) % 13);
+      c.allreduce_sum_ordered(t, wire);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i)
+        wrong += t.data<float>()[i] != static_cast<float>(N * ((i * 7 + i / seg) % 13) + N * (N - 1) / 2);
+      INFO("n " << n << " wire " << static_cast<int>(wire) << ": " << wrong << " wrong");
+      CHECK(wrong == 0);
+    }
+  }
+  // Non-integers across segments: one call equals calls on pieces that cut
+  // segments anywhere, bitwise.
+  const int64_t n = 3 * seg + 5;
+  Tensor whole = Tensor::zeros(Shape{n}), parts = Tensor::zeros(Shape{n});
+  Rng rng(rng_key(29, static_cast<uint64_t>(r)));
+  for (int64_t i = 0; i < n; ++i) whole.data<float>()[i] = parts.data<float>()[i] = rng.normal();
+  c.allreduce_sum_ordered(whole, WireType::F32);
+  for (int64_t off = 0, len = seg / 3; off < n; off += len, len = len * 5 % (2 * seg) + 1) {
+    Tensor piece = parts.slice(off, Shape{std::min<int64_t>(len, n - off)});
     c.allreduce_sum_ordered(piece, WireType::F32);
   }
   CHECK(std::memcmp(whole.raw_data(), parts.raw_data(), whole.nbytes()) == 0);
