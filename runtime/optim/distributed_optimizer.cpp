@@ -19,15 +19,23 @@ std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_by
   const int64_t cap = std::max<int64_t>(1, bucket_bytes / static_cast<int64_t>(sizeof(float)));
   const int64_t first_cap =
       first_bucket_bytes > 0 ? std::max<int64_t>(1, std::min(first_bucket_bytes, bucket_bytes) / 4) : cap;
+  // DDP's rule (compute_bucket_assignment_by_size): a parameter joins the open
+  // bucket, which closes once it holds at least its cap. So a parameter larger
+  // than the cap shares a bucket with the ones before it and that bucket is
+  // ready as soon as its backward is done: a large dense layer at the end of a
+  // network is reduced while the convolutions' backward runs. Closing a bucket
+  // before it would overflow instead put such a layer into the next bucket,
+  // with everything after it, ready only when backward ends.
+  bool open = false;
   for (size_t i = 0; i < ranges.size(); ++i) {
     // A parameter's range runs to the next parameter's offset (alignment padding included).
     const int64_t begin = ranges[i].first;
     const int64_t end = i + 1 < ranges.size() ? ranges[i + 1].first : params.padded_numel();
-    const int64_t limit = buckets.size() == 1 ? first_cap : cap;
-    if (!buckets.empty() && buckets.back().numel() + (end - begin) <= limit)
+    if (open)
       buckets.back().end = end;
     else
       buckets.push_back({begin, end});
+    open = buckets.back().numel() < (buckets.size() == 1 ? first_cap : cap);
   }
   return buckets;
 }

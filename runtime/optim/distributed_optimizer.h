@@ -6,9 +6,11 @@
 //
 // Gradients are reduced in buckets: contiguous slices of the flat gradient
 // buffer in backward order (the last layer's gradients first), cut at
-// parameter boundaries, the first capped at `first_bucket_bytes` (so
-// communication starts early) and the others at `bucket_bytes`; the plan is a
-// pure function of the layout and identical on every rank. With overlap, the
+// parameter boundaries. As in DDP, a bucket closes once it holds at least its
+// cap: `first_bucket_bytes` for the first (so communication starts early),
+// `bucket_bytes` for the others (a bucket overshoots its cap by at most its
+// last parameter). The plan is a pure function of the layout and identical on
+// every rank. With overlap, the
 // grad-ready hook of the last backward before step() hands each bucket to a
 // communication thread as soon as its gradients are final (BucketReducer).
 //

@@ -2,6 +2,8 @@
 // checkpoints, the accumulation sampler, the single-process communicator.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "checkpoint/checkpoint.h"
 #include "comm/communicator.h"
 #include "data/sampler.h"
@@ -14,28 +16,44 @@ using namespace lockstep;
 using lockstep::testing::TempDir;
 
 TEST_CASE("buckets tile the gradient buffer in backward order at parameter boundaries", "[buckets]") {
-  auto m = models::build_model("lenet", {}, 1);
-  const auto& store = m->params();
-  for (int64_t cap : {int64_t{1}, int64_t{4096}, int64_t{100} << 10, int64_t{25} << 20}) {
-    const auto buckets = plan_buckets(store, cap);
-    INFO("cap " << cap);
-    REQUIRE_FALSE(buckets.empty());
-    CHECK(buckets.front().begin == 0);
-    CHECK(buckets.back().end == store.padded_numel());
-    for (size_t i = 1; i < buckets.size(); ++i) CHECK(buckets[i].begin == buckets[i - 1].end);
-    // Boundaries fall on parameter offsets.
-    for (const auto& b : buckets) {
-      bool at_param = false;
-      for (const auto& p : store.params()) at_param = at_param || p.offset == b.begin;
-      CHECK(at_param);
-      // A bucket exceeds the cap only when it holds a single larger parameter.
-      int params_inside = 0;
-      for (const auto& p : store.params()) params_inside += p.offset >= b.begin && p.offset < b.end;
-      CHECK((b.numel() * 4 <= cap || params_inside == 1));
-    }
+  for (const char* model : {"lenet", "keras-cnn"}) {
+    auto m = models::build_model(model, {}, 1);
+    const auto& store = m->params();
+    // Parameter offsets in buffer (backward) order, and the buffer's end.
+    std::vector<int64_t> starts;
+    for (const auto& p : store.params()) starts.push_back(p.offset);
+    std::sort(starts.begin(), starts.end());
+    for (int64_t cap : {int64_t{1}, int64_t{4096}, int64_t{100} << 10, int64_t{25} << 20})
+      for (int64_t first : {int64_t{0}, int64_t{1} << 10, int64_t{1} << 20}) {
+        const auto buckets = plan_buckets(store, cap, first);
+        INFO(model << " cap " << cap << " first " << first);
+        REQUIRE_FALSE(buckets.empty());
+        CHECK(buckets.front().begin == 0);
+        CHECK(buckets.back().end == store.padded_numel());
+        for (size_t i = 0; i < buckets.size(); ++i) {
+          const Bucket& b = buckets[i];
+          if (i > 0) CHECK(b.begin == buckets[i - 1].end);
+          CHECK(std::binary_search(starts.begin(), starts.end(), b.begin));  // at a parameter
+          // DDP's rule: a bucket closes once it holds at least its cap, so every
+          // bucket but the last reaches it, and none reaches it before its last
+          // parameter.
+          const int64_t limit = std::max<int64_t>(1, (i == 0 && first > 0 ? std::min(first, cap) : cap) / 4);
+          const int64_t last = *std::prev(std::lower_bound(starts.begin(), starts.end(), b.end));
+          CHECK(last - b.begin < limit);
+          if (i + 1 < buckets.size()) CHECK(b.numel() >= limit);
+        }
+      }
+    CHECK(plan_buckets(store, 1).size() == store.params().size());  // one bucket per tensor
+    CHECK(plan_buckets(store, int64_t{1} << 30).size() == 1);
   }
-  CHECK(plan_buckets(store, 1).size() == store.params().size());  // one bucket per tensor
-  CHECK(plan_buckets(store, int64_t{1} << 30).size() == 1);
+  // keras-cnn under DDP's caps: its 4.7 MB dense layer (the second in backward
+  // order) closes the 1 MB first bucket, which is ready as soon as that
+  // layer's backward is done; the convolutions form the second bucket.
+  auto m = models::build_model("keras-cnn", {}, 1);
+  const auto buckets = plan_buckets(m->params(), int64_t{25} << 20, int64_t{1} << 20);
+  REQUIRE(buckets.size() == 2);
+  CHECK(buckets[0].numel() * 4 > (int64_t{4} << 20));
+  CHECK(buckets[1].numel() * 4 < (int64_t{1} << 20));
 }
 
 TEST_CASE("preflight table names the ranks that differ and in what", "[preflight]") {
