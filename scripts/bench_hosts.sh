@@ -10,8 +10,8 @@
 # and the same per-rank batch of synthetic data:
 #   lockstep N=2 across the hosts (lockstep-run -H a:1,b:1 trainer --benchmark),
 #     with overlap (the default), with --no-overlap, and with overlap and
-#     --fusion-threshold-mb 4 (smaller buckets: a model under 25 MB is
-#     otherwise one bucket after the 1 MB first one, ready only at the end);
+#     --fusion-threshold-mb 4 (smaller buckets after the 1 MB first one, each
+#     ready earlier in backward; for keras-cnn the same plan as the default);
 #   DDP N=2 across the hosts (scripts/bench/torch_ddp.py --rank/--master in each
 #     namespace, GLOO_SOCKET_IFNAME=eth0);
 # and each round, on this host without a network, lockstep and DDP at N=1.
