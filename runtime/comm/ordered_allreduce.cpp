@@ -60,6 +60,7 @@ void from_wire(const uint16_t* in, int64_t n, WireType wire, float* out) {
 
 OrderedAllreduce::OrderedAllreduce(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
   reqs_.reserve(static_cast<size_t>(2 * (size - 1)));
+  src_.resize(static_cast<size_t>(size));
 }
 
 void OrderedAllreduce::run(Tensor& t, WireType wire) {
@@ -121,22 +122,21 @@ void OrderedAllreduce::reduce_segment(float* data, int64_t n, WireType wire) {
   // Phase 1: every other rank's chunk to it; every other rank's copy of mine here.
   exchange(0, type, slot_at, mine_count, chunk_at, chunk_count);
   // Sum this rank's chunk in rank order.
-  std::vector<const float*> src(static_cast<size_t>(N));
   float* out = data + first(me);
   if (!narrow) {
     // The own contribution is read in place: sum_in_rank_order reads every
     // source of an element before writing it.
     for (int r = 0; r < N; ++r)
-      src[static_cast<size_t>(r)] = r == me ? out : reinterpret_cast<const float*>(slot_at(r));
-    sum_in_rank_order(src.data(), N, mine, out);
+      src_[static_cast<size_t>(r)] = r == me ? out : reinterpret_cast<const float*>(slot_at(r));
+    sum_in_rank_order(src_.data(), N, mine, out);
   } else {
     float* wide = static_cast<float*>(wide_.raw_data());
     for (int r = 0; r < N; ++r) {
       const uint16_t* h = r == me ? w16 + first(me) : reinterpret_cast<const uint16_t*>(slot_at(r));
       from_wire(h, mine, wire, wide + r * largest);
-      src[static_cast<size_t>(r)] = wide + r * largest;
+      src_[static_cast<size_t>(r)] = wide + r * largest;
     }
-    sum_in_rank_order(src.data(), N, mine, out);
+    sum_in_rank_order(src_.data(), N, mine, out);
     to_wire(out, mine, wire, w16 + first(me));
   }
   // Phase 2: every owner's sums to everyone, in place.

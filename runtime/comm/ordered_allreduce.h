@@ -38,7 +38,7 @@ class OrderedAllreduce {
   void run(Tensor& t, WireType wire);
 
  private:
-  // Elements [begin, begin + count) of the tensor being reduced.
+  // `count` elements at `data`: one segment of the tensor being reduced.
   void reduce_segment(float* data, int64_t count, WireType wire);
   // Posts receives of recv_count(r) elements at recv_at(r) and sends of
   // send_count(r) from send_at(r) for every other rank r; waits for all.
@@ -48,6 +48,7 @@ class OrderedAllreduce {
   MPI_Comm comm_;
   int rank_, size_;
   std::vector<MPI_Request> reqs_;
+  std::vector<const float*> src_;  // [size] the sources of this rank's sums
   Tensor recv_;  // [size][largest chunk] in the wire type: rank r's copy of this rank's chunk
   Tensor w16_;   // [segment] the segment in the wire type (16-bit wires only)
   Tensor wide_;  // [size][largest chunk] fp32 copies to sum (16-bit wires only)

@@ -18,6 +18,8 @@
 #                           veths, live processes whose command line names WORK).
 # Every name carries a per-run id, so runs do not collide.
 
+source "$(dirname "${BASH_SOURCE[0]}")/live_processes.sh"
+
 nshosts_up() {
   local count=$1 i cand
   NSH_WORK=$2
@@ -85,20 +87,14 @@ EOF
 }
 
 nshosts_leftovers() {
-  local ns v pid state
+  local ns v
   for ns in "${NS[@]}"; do ip netns list | grep -qw "$ns" && echo "namespace $ns"; done
   [[ -n ${BR:-} ]] && ip link show "$BR" > /dev/null 2>&1 && echo "bridge $BR"
   for v in "${VETH[@]}"; do ip link show "$v" > /dev/null 2>&1 && echo "veth $v"; done
   # Live processes started for this run (sshd by its config path, trainers by
-  # their output paths); zombies are not processes that run (a container's
-  # init may not reap them).
+  # their output paths).
   [[ -n ${NSH_WORK:-} ]] || return 0
-  for pid in $(pgrep -f "$NSH_WORK" || true); do
-    [[ $pid == "$$" ]] && continue
-    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo Z)
-    [[ $state != Z ]] && echo "process $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
-  done
-  return 0
+  live_processes "$NSH_WORK"
 }
 
 nshosts_down() {  # every step may find its object gone already: none may fail (callers run under set -e)

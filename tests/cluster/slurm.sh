@@ -39,14 +39,8 @@ CTLD_PORT=$(free_port)
 SLURMD_PORT=$(free_port)
 while [[ $SLURMD_PORT == "$CTLD_PORT" ]]; do SLURMD_PORT=$(free_port); done
 
-leftovers() {  # live processes started for this run (all carry $WORK in their command line)
-  for pid in $(pgrep -f "$WORK" || true); do
-    [[ $pid == "$$" ]] && continue
-    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo Z)
-    [[ $state != Z ]] && echo "process $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
-  done
-  return 0
-}
+source "$SRC/scripts/lib/live_processes.sh"
+leftovers() { live_processes "$WORK"; }  # processes started for this run all carry $WORK in their command line
 
 stop_daemon() {  # by its pid file: TERM, wait up to 10 s, then KILL
   local pidfile=$1 pid
