@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "comm/wire_convert.h"
+
 namespace lockstep {
 
 std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine) {
@@ -72,7 +74,14 @@ float f16_to_float(uint16_t u) {
 
 void round_to_wire(Tensor& t, WireType wire) {
   if (wire == WireType::F32) return;
-  for (float& v : t.span<float>()) v = wire == WireType::BF16 ? bf16_to_float(float_to_bf16(v)) : f16_to_float(float_to_f16(v));
+  constexpr int64_t kBlock = 2048;
+  uint16_t w16[kBlock];
+  float* v = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); i += kBlock) {
+    const int64_t n = std::min(kBlock, t.numel() - i);
+    floats_to_wire(v + i, n, wire, w16);
+    wire_to_floats(w16, n, wire, v + i);
+  }
 }
 
 void SingleProcessCommunicator::allreduce(Tensor& t, ReduceOp) {

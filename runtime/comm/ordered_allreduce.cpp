@@ -7,6 +7,7 @@
 
 #include "comm/mpi_check.h"
 #include "comm/ordered_sum.h"
+#include "comm/wire_convert.h"
 
 namespace lockstep {
 namespace {
@@ -35,25 +36,6 @@ void wait_all(std::vector<MPI_Request>& reqs) {
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, kMaxNap);
   }
-}
-
-template <typename Conv>
-void convert_range(int64_t n, Conv&& conv) {
-  for (int64_t i = 0; i < n; ++i) conv(i);
-}
-
-void to_wire(const float* in, int64_t n, WireType wire, uint16_t* out) {
-  if (wire == WireType::BF16)
-    convert_range(n, [&](int64_t i) { out[i] = float_to_bf16(in[i]); });
-  else
-    convert_range(n, [&](int64_t i) { out[i] = float_to_f16(in[i]); });
-}
-
-void from_wire(const uint16_t* in, int64_t n, WireType wire, float* out) {
-  if (wire == WireType::BF16)
-    convert_range(n, [&](int64_t i) { out[i] = bf16_to_float(in[i]); });
-  else
-    convert_range(n, [&](int64_t i) { out[i] = f16_to_float(in[i]); });
 }
 
 }  // namespace
@@ -111,7 +93,7 @@ void OrderedAllreduce::reduce_segment(float* data, int64_t n, WireType wire) {
     if (static_cast<int64_t>(w16_.nbytes()) < n * 2) w16_ = Tensor::zeros(Shape{n * 2}, DType::U8);
     if (static_cast<int64_t>(wide_.nbytes()) < N * largest * 4) wide_ = Tensor::zeros(Shape{N * largest * 4}, DType::U8);
     w16 = static_cast<uint16_t*>(w16_.raw_data());
-    to_wire(data, n, wire, w16);
+    floats_to_wire(data, n, wire, w16);
     send = reinterpret_cast<char*>(w16);
   }
   auto chunk_at = [&](int r) { return send + first(r) * esize; };
@@ -133,15 +115,15 @@ void OrderedAllreduce::reduce_segment(float* data, int64_t n, WireType wire) {
     float* wide = static_cast<float*>(wide_.raw_data());
     for (int r = 0; r < N; ++r) {
       const uint16_t* h = r == me ? w16 + first(me) : reinterpret_cast<const uint16_t*>(slot_at(r));
-      from_wire(h, mine, wire, wide + r * largest);
+      wire_to_floats(h, mine, wire, wide + r * largest);
       src_[static_cast<size_t>(r)] = wide + r * largest;
     }
     sum_in_rank_order(src_.data(), N, mine, out);
-    to_wire(out, mine, wire, w16 + first(me));
+    floats_to_wire(out, mine, wire, w16 + first(me));
   }
   // Phase 2: every owner's sums to everyone, in place.
   exchange(1, type, chunk_at, chunk_count, mine_at, mine_count);
-  if (narrow) from_wire(w16, n, wire, data);
+  if (narrow) wire_to_floats(w16, n, wire, data);
 }
 
 }  // namespace lockstep

@@ -1,13 +1,16 @@
 // bench_allreduce: allreduce sweep in the nccl-tests style, run under mpirun.
-//   mpirun -np 2 bench_allreduce -b 4 -e 256M -f 2 [--path mpi|ordered|shm] [-w 5] [-n 20]
+//   mpirun -np 2 bench_allreduce -b 4 -e 256M -f 2 [--path mpi|ordered|shm] [--wire fp16|bf16] [-w 5] [-n 20]
 // For each size from -b to -e bytes (x -f): warm-up, then timed in-place sums
 // of fp32 data; columns size, count, time (us, median over ranks' max),
 // algbw = size / time, busbw = algbw * 2(N-1)/N (GB/s), and #wrong: elements
 // that differ from the closed-form sum (inputs are small integers, exact in
 // fp32). --path mpi is MPI_Allreduce; ordered is lockstep's message-passing
 // ordered allreduce; shm is lockstep's shared-memory path (ranks on one host;
-// the buffer then lives in the host's shared window). The buffer is allocated
-// once and touched before timing.
+// the buffer then lives in the host's shared window). --wire fp16 or bf16
+// (ordered path only) sends 16-bit values, as --grad-compression does; sizes
+// and bandwidths stay those of the fp32 data (the wire carries half the
+// bytes), and the inputs stay exact. The buffer is allocated once and touched
+// before timing.
 // Last line: JSON. A bad flag or value: one line on rank 0's stderr, every
 // rank exits 2 (bench_args.h); --help prints the usage.
 #include <algorithm>
@@ -31,13 +34,15 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: mpirun -np N bench_allreduce [-b 4] [-e 256M] [-f 2] [-w 5] [-n 20] [--path mpi|ordered|shm]\n"
+    "                                   [--wire f32|fp16|bf16]\n"
     "  -b BYTES   smallest size (K, M, G: binary units; 1 byte to 64G)\n"
     "  -e BYTES   largest size, at least -b\n"
     "  -f FACTOR  size step, a number > 1\n"
     "  -w N       warm-up iterations per size (0 or more)\n"
     "  -n N       timed iterations per size (1 or more)\n"
     "  --path P   mpi: MPI_Allreduce; ordered (or lockstep): lockstep's ordered allreduce over messages;\n"
-    "             shm: lockstep's shared-memory path (every rank on one host)\n";
+    "             shm: lockstep's shared-memory path (every rank on one host)\n"
+    "  --wire W   ordered path: values on the wire (fp16, bf16: as --grad-compression; sizes stay fp32's)\n";
 
 constexpr int64_t kMaxBytes = int64_t{64} << 30;
 constexpr int kMaxSizes = 1000;
@@ -48,12 +53,14 @@ struct Config {
   double factor = 2;
   int warmup = 5, iters = 20;
   std::string path = "mpi";
+  WireType wire = WireType::F32;
+  std::string wire_name = "f32";
   bool help = false;
 };
 
 // Throws bench::BadArgument naming the first bad flag or value.
 Config parse(int argc, char** argv) {
-  const bench::KeyValues kv = bench::key_values(argc, argv, {"-b", "-e", "-f", "-w", "-n", "--path"});
+  const bench::KeyValues kv = bench::key_values(argc, argv, {"-b", "-e", "-f", "-w", "-n", "--path", "--wire"});
   Config c;
   c.help = kv.help;
   if (kv.has("-b")) c.lo = bench::size_argument("-b", kv.at("-b"), kMaxBytes, "64G");
@@ -65,6 +72,12 @@ Config parse(int argc, char** argv) {
   if (kv.has("--path")) {
     c.path = bench::one_of("--path", kv.at("--path"), {"mpi", "ordered", "lockstep", "shm"});
     if (c.path == "lockstep") c.path = "ordered";  // the path's first name
+  }
+  if (kv.has("--wire")) {
+    c.wire_name = bench::one_of("--wire", kv.at("--wire"), {"f32", "fp16", "bf16"});
+    c.wire = c.wire_name == "fp16" ? WireType::F16 : c.wire_name == "bf16" ? WireType::BF16 : WireType::F32;
+    if (c.wire != WireType::F32 && c.path != "ordered")
+      bench::bad_argument("--wire {} needs --path ordered (the other paths are fp32)", c.wire_name);
   }
   if (c.lo > c.hi)
     bench::bad_argument("-b {} is larger than -e {}", kv.has("-b") ? kv.at("-b") : "4",
@@ -104,8 +117,8 @@ int main(int argc, char** argv) {
     buf = Tensor::zeros(Shape{max_count});  // zero-filled: every page touched
   }
   if (rank == 0) {
-    std::printf("# lockstep allreduce sweep: %d ranks, path %s, fp32 sum in place, %d warm-up + %d timed\n", N,
-                path.c_str(), warmup, iters);
+    std::printf("# lockstep allreduce sweep: %d ranks, path %s, fp32 sum in place, wire %s, %d warm-up + %d timed\n",
+                N, path.c_str(), cfg.wire_name.c_str(), warmup, iters);
     std::printf("# %12s %12s %10s %9s %9s %7s\n", "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong");
   }
   std::string json = "[";
@@ -124,7 +137,7 @@ int main(int argc, char** argv) {
         shm->reduce(0, count);
         shm->wait_readers();  // as before the next write to the buffer
       } else {
-        comm->allreduce_sum_ordered(t, WireType::F32);
+        comm->allreduce_sum_ordered(t, cfg.wire);
       }
     };
     for (int i = 0; i < warmup; ++i) run();
@@ -167,7 +180,8 @@ int main(int argc, char** argv) {
     }
   }
   if (rank == 0)
-    std::printf("{\"bench\":\"allreduce\",\"path\":\"%s\",\"ranks\":%d,\"busbw_256mb_over_4mb\":%.3f,\"sizes\":%s]}\n",
-                path.c_str(), N, bus_4mb > 0 ? bus_256mb / bus_4mb : 0.0, json.c_str());
+    std::printf(
+        "{\"bench\":\"allreduce\",\"path\":\"%s\",\"wire\":\"%s\",\"ranks\":%d,\"busbw_256mb_over_4mb\":%.3f,\"sizes\":%s]}\n",
+        path.c_str(), cfg.wire_name.c_str(), N, bus_4mb > 0 ? bus_256mb / bus_4mb : 0.0, json.c_str());
   return 0;
 }
