@@ -15,6 +15,9 @@
 #   DDP N=2 across the hosts (scripts/bench/torch_ddp.py --rank/--master in each
 #     namespace, GLOO_SOCKET_IFNAME=eth0);
 # and each round, on this host without a network, lockstep and DDP at N=1.
+# --compression "none fp16" repeats every N=2 run per wire type: fp16 runs
+# lockstep with --grad-compression fp16 and DDP with its fp16_compress_hook
+# (DDP's bf16 hook needs NCCL, so fp16 is the wire both can use over gloo).
 # Per rate, once: lockstep's allreduce over messages and MPI_Allreduce on
 # 64 MB across the link (bench_allreduce), the link's effective bus bandwidth.
 # Reports medians of img/s, the efficiency img/s(N=2) / (2 x img/s(N=1)) of
@@ -22,17 +25,18 @@
 # (the metrics summary's exposed_comm_fraction: the share of training time
 # spent waiting for reductions) and lockstep / DDP. Needs root. Last line: JSON.
 # usage: scripts/bench_hosts.sh [--models "keras-cnn resnet50"] [--rates "none 10gbit 1gbit"] [--reps 3]
-#                               [--steps 30]
+#                               [--steps 30] [--compression "none fp16"]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-MODELS="keras-cnn resnet50" RATES="none 10gbit 1gbit" REPS=3 STEPS=30
+MODELS="keras-cnn resnet50" RATES="none 10gbit 1gbit" REPS=3 STEPS=30 WIRES=none
 while [[ $# -gt 0 ]]; do
   case $1 in
     --models) MODELS=$2; shift 2 ;;
     --rates) RATES=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
+    --compression) WIRES=$2; shift 2 ;;
     *) echo "bench_hosts.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +44,10 @@ done
 for r in $RATES; do
   [[ $r == none || $r =~ ^[0-9]+[mg]bit$ ]] || { echo "bench_hosts.sh: --rates: '$r' is not none, Nmbit or Ngbit" >&2; exit 2; }
 done
+for w in $WIRES; do
+  [[ $w == none || $w == fp16 ]] || { echo "bench_hosts.sh: --compression: '$w' is not none or fp16" >&2; exit 2; }
+done
+[[ -n ${WIRES// /} ]] || { echo "bench_hosts.sh: --compression: empty list" >&2; exit 2; }
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "bench_hosts.sh: --reps: '$REPS' is not a positive integer" >&2; exit 2; }
 [[ $STEPS =~ ^[0-9]+$ && $STEPS -ge 10 ]] || { echo "bench_hosts.sh: --steps: '$STEPS' is not an integer >= 10" >&2; exit 2; }
 
@@ -97,11 +105,11 @@ lockstep_run() {  # model ranks(1|2) extra-args... -> "img/s exposed"
   fi || { cat "$WORK/lockstep.log" >&2; echo "bench_hosts.sh: lockstep $model N=$n failed" >&2; return 1; }
   summary "$WORK/m.jsonl"
 }
-ddp_run() {  # model ranks(1|2) -> img/s
-  local model=$1 n=$2
+ddp_run() {  # model ranks(1|2) [wire] -> img/s
+  local model=$1 n=$2 wire=${3:-none}
   read -r batch hw ch cls <<< "$(model_shape "$model")"
   local args=(--model "$model" --batch-size "$batch" --image-size "$hw" --channels "$ch" --classes "$cls" --threads 1
-              --steps $((STEPS - 5 - (STEPS - 5) % 5)) --window 5)
+              --steps $((STEPS - 5 - (STEPS - 5) % 5)) --window 5 --compression "$wire")
   if [[ $n == 1 ]]; then
     "$PY" "$DDP" "${args[@]}" --world 1 > "$WORK/ddp.log" 2>&1
   else
@@ -139,19 +147,22 @@ for ((round = 1; round <= REPS; ++round)); do
     R["$model - d1"]+="$out "
     for rate in $RATES; do
       set_rate "$rate"
-      out=$(lockstep_run "$model" 2) || exit 1
-      R["$model $rate l2"]+="${out%% *} " R["$model $rate x2"]+="${out##* } "
-      out=$(lockstep_run "$model" 2 --no-overlap) || exit 1
-      R["$model $rate n2"]+="${out%% *} " R["$model $rate y2"]+="${out##* } "
-      out=$(lockstep_run "$model" 2 --fusion-threshold-mb 4) || exit 1
-      R["$model $rate f2"]+="${out%% *} " R["$model $rate z2"]+="${out##* } "
-      out=$(ddp_run "$model" 2) || exit 1
-      R["$model $rate d2"]+="$out "
-      printf '  round %d %s %s: lockstep %.1f (no overlap %.1f, 4 MB buckets %.1f) img/s, exposed %.1f%% (%.1f%%); DDP %.1f img/s\n' \
-        "$round" "$model" "$rate" $(echo "${R["$model $rate l2"]}" | awk '{print $NF}') \
-        $(echo "${R["$model $rate n2"]}" | awk '{print $NF}') $(echo "${R["$model $rate f2"]}" | awk '{print $NF}') \
-        "$(echo "${R["$model $rate x2"]}" | awk '{print 100 * $NF}')" \
-        "$(echo "${R["$model $rate y2"]}" | awk '{print 100 * $NF}')" $(echo "${R["$model $rate d2"]}" | awk '{print $NF}')
+      for wire in $WIRES; do
+        k="$model $rate $wire"
+        out=$(lockstep_run "$model" 2 --grad-compression "$wire") || exit 1
+        R["$k l2"]+="${out%% *} " R["$k x2"]+="${out##* } "
+        out=$(lockstep_run "$model" 2 --grad-compression "$wire" --no-overlap) || exit 1
+        R["$k n2"]+="${out%% *} " R["$k y2"]+="${out##* } "
+        out=$(lockstep_run "$model" 2 --grad-compression "$wire" --fusion-threshold-mb 4) || exit 1
+        R["$k f2"]+="${out%% *} " R["$k z2"]+="${out##* } "
+        out=$(ddp_run "$model" 2 "$wire") || exit 1
+        R["$k d2"]+="$out "
+        printf '  round %d %s %s wire %s: lockstep %.1f (no overlap %.1f, 4 MB buckets %.1f) img/s, exposed %.1f%% (%.1f%%); DDP %.1f img/s\n' \
+          "$round" "$model" "$rate" "$wire" $(echo "${R["$k l2"]}" | awk '{print $NF}') \
+          $(echo "${R["$k n2"]}" | awk '{print $NF}') $(echo "${R["$k f2"]}" | awk '{print $NF}') \
+          "$(echo "${R["$k x2"]}" | awk '{print 100 * $NF}')" \
+          "$(echo "${R["$k y2"]}" | awk '{print 100 * $NF}')" $(echo "${R["$k d2"]}" | awk '{print $NF}')
+      done
     done
   done
 done
@@ -159,27 +170,29 @@ set_rate none
 
 dump=""
 for k in "${!R[@]}"; do dump+="$k=${R[$k]}"$'\n'; done
-python3 - "$MODELS" "$RATES" <<PY
+python3 - "$MODELS" "$RATES" "$WIRES" <<PY
 import json, statistics, sys
-models, rates = sys.argv[1].split(), sys.argv[2].split()
+models, rates, wires = sys.argv[1].split(), sys.argv[2].split(), sys.argv[3].split()
 R = {}
 for line in """$dump""".strip().splitlines():
     k, v = line.split("=")
     R[k] = [float(x) for x in v.split()]
 med = lambda k: statistics.median(R[k])
 print()
-print("| model | link | lockstep N=1 | lockstep N=2 | efficiency | exposed comm | no overlap: N=2, efficiency, exposed "
+print("| model | link | wire | lockstep N=1 | lockstep N=2 | efficiency | exposed comm | no overlap: N=2, efficiency, exposed "
       "| 4 MB buckets: N=2, efficiency, exposed | DDP N=1 | DDP N=2 | DDP efficiency | lockstep / DDP at N=2 |")
-print("|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|")
+print("|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|")
 out = []
 for m in models:
     l1, d1 = med(f"{m} - l1"), med(f"{m} - d1")
     for r in rates:
-        l2, n2, d2 = med(f"{m} {r} l2"), med(f"{m} {r} n2"), med(f"{m} {r} d2")
-        x2, y2, f2, z2 = med(f"{m} {r} x2"), med(f"{m} {r} y2"), med(f"{m} {r} f2"), med(f"{m} {r} z2")
-        print(f"| {m} | {r} | {l1:.1f} | {l2:.1f} | {l2 / (2 * l1):.3f} | {100 * x2:.1f}% | {n2:.1f}, {n2 / (2 * l1):.3f}, {100 * y2:.1f}% "
+      for w in wires:
+        k = f"{m} {r} {w}"
+        l2, n2, d2 = med(f"{k} l2"), med(f"{k} n2"), med(f"{k} d2")
+        x2, y2, f2, z2 = med(f"{k} x2"), med(f"{k} y2"), med(f"{k} f2"), med(f"{k} z2")
+        print(f"| {m} | {r} | {w} | {l1:.1f} | {l2:.1f} | {l2 / (2 * l1):.3f} | {100 * x2:.1f}% | {n2:.1f}, {n2 / (2 * l1):.3f}, {100 * y2:.1f}% "
               f"| {f2:.1f}, {f2 / (2 * l1):.3f}, {100 * z2:.1f}% | {d1:.1f} | {d2:.1f} | {d2 / (2 * d1):.3f} | {l2 / d2:.2f}x |")
-        out.append({"model": m, "link": r, "lockstep": {"n1": l1, "n2": l2, "efficiency": round(l2 / (2 * l1), 3),
+        out.append({"model": m, "link": r, "wire": w, "lockstep": {"n1": l1, "n2": l2, "efficiency": round(l2 / (2 * l1), 3),
                     "exposed_comm": round(x2, 4), "no_overlap_n2": n2, "no_overlap_exposed_comm": round(y2, 4),
                     "buckets_4mb_n2": f2, "buckets_4mb_exposed_comm": round(z2, 4)},
                     "ddp": {"n1": d1, "n2": d2, "efficiency": round(d2 / (2 * d1), 3)}, "lockstep_over_ddp": round(l2 / d2, 3)})

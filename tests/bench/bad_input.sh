@@ -68,6 +68,8 @@ row allreduce-unknown-key bench_allreduce "unknown option '--bytes' (see --help)
 row allreduce-positional bench_allreduce "unexpected argument '4M' (see --help)" -b 4 4M
 row allreduce-unknown-path bench_allreduce "--path must be one of mpi, ordered, lockstep, shm, got 'nccl'" --path nccl
 row allreduce-lo-above-hi bench_allreduce "-b 1M is larger than -e 4K" -b 1M -e 4K
+row allreduce-unknown-wire bench_allreduce "--wire must be one of f32, fp16, bf16, got 'fp8'" --path ordered --wire fp8
+row allreduce-wire-mpi-path bench_allreduce "--wire fp16 needs --path ordered (the other paths are fp32)" --wire fp16
 start mpi allreduce-mpirun-np2 bench_allreduce "-f must be a number > 1, got '1'" -f 1
 
 # bench_fusion
