@@ -7,7 +7,11 @@
 // Backward: the two reductions sum(dy) and sum(dy * (x - mean)) per channel,
 // then dx = a[c] * dy + b[c] * x + d[c] (the coefficients fold the mean terms
 // in; the layer computes them, from global sums when statistics are synced).
-// Sums accumulate 8-wide in fp32 within a plane and in double across planes.
+// Sums accumulate 8-wide in fp32 within a plane and in double across planes;
+// planes shorter than 32 values (H*W < 32) run along the images' rows instead,
+// each (channel, pixel) lane summing in double across the images
+// (batchnorm_cpu.cpp). Threads split channels either way, so results do not
+// depend on the thread count.
 #pragma once
 
 #include <cstdint>
