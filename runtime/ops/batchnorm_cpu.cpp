@@ -126,6 +126,20 @@ void add_lanes(const double* acc, int64_t c0, int64_t c1, int64_t hw, double* ou
   }
 }
 
+// The apply passes by rows: fn(c0, L, scale lanes, shift lanes) per lane block,
+// threads splitting the channels.
+template <typename Fn>
+void rows_scale_shift(const BatchNormShape& s, const float* scale, const float* shift, Fn&& fn) {
+  parallel_for(s.c, channel_grain(s), [&](int64_t cb, int64_t ce) {
+    float sc[kLanes], sh[kLanes];
+    lane_blocks(s, cb, ce, [&](int64_t c0, int64_t c1, int64_t L) {
+      expand(scale, c0, c1, s.hw, sc);
+      expand(shift, c0, c1, s.hw, sh);
+      fn(c0, L, sc, sh);
+    });
+  });
+}
+
 // x: the block's first lane in image 0; images are `stride` floats apart.
 LS_SIMD_CLONES void rows_sum(const float* x, int64_t n, int64_t stride, int64_t L, double* acc) {
   std::fill_n(acc, L, 0.0);
@@ -248,13 +262,8 @@ void batchnorm_centered_sumsq_cpu(const BatchNormShape& s, const float* x, const
 void batchnorm_apply_cpu(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
                          bool relu) {
   if (by_rows(s)) {
-    parallel_for(s.c, channel_grain(s), [&](int64_t cb, int64_t ce) {
-      float sc[kLanes], sh[kLanes];
-      lane_blocks(s, cb, ce, [&](int64_t c0, int64_t c1, int64_t L) {
-        expand(scale, c0, c1, s.hw, sc);
-        expand(shift, c0, c1, s.hw, sh);
-        rows_apply(x + c0 * s.hw, s.n, s.c * s.hw, L, sc, sh, y + c0 * s.hw, relu);
-      });
+    rows_scale_shift(s, scale, shift, [&](int64_t c0, int64_t L, const float* sc, const float* sh) {
+      rows_apply(x + c0 * s.hw, s.n, s.c * s.hw, L, sc, sh, y + c0 * s.hw, relu);
     });
     return;
   }
@@ -269,13 +278,8 @@ void batchnorm_apply_cpu(const BatchNormShape& s, const float* x, const float* s
 void batchnorm_apply_add_relu_cpu(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
                                   const float* r, float* y) {
   if (by_rows(s)) {
-    parallel_for(s.c, channel_grain(s), [&](int64_t cb, int64_t ce) {
-      float sc[kLanes], sh[kLanes];
-      lane_blocks(s, cb, ce, [&](int64_t c0, int64_t c1, int64_t L) {
-        expand(scale, c0, c1, s.hw, sc);
-        expand(shift, c0, c1, s.hw, sh);
-        rows_apply_add_relu(x + c0 * s.hw, s.n, s.c * s.hw, L, sc, sh, r + c0 * s.hw, y + c0 * s.hw);
-      });
+    rows_scale_shift(s, scale, shift, [&](int64_t c0, int64_t L, const float* sc, const float* sh) {
+      rows_apply_add_relu(x + c0 * s.hw, s.n, s.c * s.hw, L, sc, sh, r + c0 * s.hw, y + c0 * s.hw);
     });
     return;
   }
