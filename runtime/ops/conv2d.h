@@ -22,6 +22,10 @@ struct Conv2dShape {
 
 // Images per GEMM chunk.
 int64_t conv2d_chunk(const Conv2dShape& s);
+// Whether the im2col path splits the threads' work by output channels (few
+// output pixels per thread: the batch is lowered into one matrix, the GEMMs'
+// rows are split) instead of by images.
+bool conv2d_split_channels(const Conv2dShape& s, int threads);
 
 // Algorithms. im2col+GEMM handles every shape; Winograd
 // (conv2d_winograd_cpu.cpp) handles 3x3 stride-1 layers as F(4x4, 3x3) (4x

@@ -6,6 +6,8 @@
 // 1x1 stride-1 unpadded ("pointwise") layers with one image per chunk skip the
 // lowering: an image [C, H*W] already is its im2col matrix, so the GEMMs read
 // x and write dx in place (no im2col copy, no zeroing, no col2im).
+// Layers with few output pixels per thread split output channels instead of
+// images (forward_split / backward_split).
 #include "ops/conv2d.h"
 
 #include <algorithm>
@@ -114,6 +116,80 @@ void backward_range(const Conv2dShape& s, int64_t n_begin, int64_t n_end, int64_
   }
 }
 
+// Output-channel split, for layers whose images have few output pixels: the
+// whole batch is lowered into one col [K, n*P], and the threads split the
+// GEMMs' rows (output channels; in backward also the data gradient's K rows)
+// instead of the images. Split by images, each thread would stream all of W
+// past its few columns and repack it for every chunk (resnet50's 2x2 stage at
+// batch 32: 64 columns a thread against a 2048 x 512 W).
+int64_t split_floats(const Conv2dShape& s) { return (s.g.k() + s.oc) * s.n * s.g.p(); }
+
+void forward_split(const Conv2dShape& s, int threads, const float* x, const float* w, const float* b, float* y,
+                   bool relu, float* buf) {
+  const ConvGeometry& g = s.g;
+  const int64_t K = g.k(), P = g.p(), L = s.n * P, in_img = g.c * g.h * g.w, out_img = s.oc * P;
+  float* col = buf;          // [K, L]
+  float* tmp = buf + K * L;  // [OC, L]
+  parallel_ranges(threads, s.n, [&](int, int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) im2col(g, x + n * in_img, col + n * P, L);
+  });
+  parallel_ranges(threads, s.oc, [&](int, int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) std::fill_n(tmp + c * L, L, b ? b[c] : 0.f);
+    sgemm(Trans::N, Trans::N, c1 - c0, L, K, 1.f, w + c0 * K, K, col, L, 1.f, tmp + c0 * L, L);
+    for (int64_t n = 0; n < s.n; ++n) {
+      float* yn = y + n * out_img;
+      for (int64_t c = c0; c < c1; ++c) std::memcpy(yn + c * P, tmp + c * L + n * P, static_cast<size_t>(P) * sizeof(float));
+      if (relu) relu_forward_serial((c1 - c0) * P, yn + c0 * P, yn + c0 * P);
+    }
+  });
+}
+
+void backward_split(const Conv2dShape& s, int threads, const float* x, const float* w, const float* y, float* dy,
+                    float* dx, float* dw, float* db, bool accumulate, bool relu, float* buf) {
+  const ConvGeometry& g = s.g;
+  const int64_t K = g.k(), P = g.p(), L = s.n * P, in_img = g.c * g.h * g.w, out_img = s.oc * P;
+  float* col = buf;         // [K, L]: x lowered, then dcol
+  float* dY = buf + K * L;  // [OC, L]
+  parallel_ranges(threads, s.n, [&](int, int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      float* dyn = dy + n * out_img;
+      if (relu) relu_backward_serial(out_img, y + n * out_img, dyn, dyn);
+      for (int64_t c = 0; c < s.oc; ++c) std::memcpy(dY + c * L + n * P, dyn + c * P, static_cast<size_t>(P) * sizeof(float));
+      im2col(g, x + n * in_img, col + n * P, L);
+    }
+  });
+  // dW[OC, K] (+)= dY[OC, L] * col[K, L]^T, rows split.
+  parallel_ranges(threads, s.oc, [&](int, int64_t c0, int64_t c1) {
+    if (db)
+      for (int64_t c = c0; c < c1; ++c) db[c] = (accumulate ? db[c] : 0.f) + sum(dY + c * L, L);
+    sgemm(Trans::N, Trans::T, c1 - c0, K, L, 1.f, dY + c0 * L, L, col, L, accumulate ? 1.f : 0.f, dw + c0 * K, K);
+  });
+  if (!dx) return;
+  // dcol[K, L] = W[OC, K]^T * dY[OC, L] into col (read by nothing now), K rows split.
+  parallel_ranges(threads, K, [&](int, int64_t k0, int64_t k1) {
+    sgemm(Trans::T, Trans::N, k1 - k0, L, s.oc, 1.f, w + k0, K, dY, L, 0.f, col + k0 * L, L);
+  });
+  parallel_ranges(threads, s.n, [&](int, int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      float* dxn = dx + n * in_img;
+      std::fill_n(dxn, in_img, 0.f);
+      col2im(g, col + n * P, L, dxn);
+    }
+  });
+}
+
+// Below this many GEMM columns per thread (images per thread x output
+// pixels), the split by output channels wins. resnet50 at 64x64, batch 32,
+// 2 threads, forward + backward per layer (2026-11-24): its 2x2 stage (64
+// columns a thread) 47.7 -> 44.0 ms over its five layer shapes; at batch 64
+// (128 columns) the split lost on every 1x1 layer (e.g. 2048 -> 512: 11.1 ->
+// 13.2 ms), as on the 4x4 stage at batch 32 (128 columns).
+constexpr int64_t kSplitColumns = 128;
+
+bool split_channels(const Conv2dShape& s, int threads) {
+  return threads > 1 && s.n / threads * s.g.p() < kSplitColumns;
+}
+
 }  // namespace
 
 ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested) {
@@ -134,6 +210,8 @@ ConvAlgo conv2d_choose(const Conv2dShape& s, ConvAlgo requested) {
                                                                              : ConvAlgo::Im2col;
 }
 
+bool conv2d_split_channels(const Conv2dShape& s, int threads) { return split_channels(s, threads); }
+
 int64_t conv2d_chunk(const Conv2dShape& s) {
   const int64_t P = std::max<int64_t>(s.g.p(), 1);
   const int64_t per_image = std::max<int64_t>(1, s.g.k() * P * static_cast<int64_t>(sizeof(float)));
@@ -145,6 +223,11 @@ void conv2d_forward_cpu(const Conv2dShape& s, const float* x, const float* w, co
                         Workspace& ws) {
   const int64_t nb = conv2d_chunk(s);
   const int threads = compute_threads(s.n, 1);
+  if (split_channels(s, threads)) {
+    ws.reserve(1, split_floats(s));
+    forward_split(s, threads, x, w, b, y, relu, ws.floats(0));
+    return;
+  }
   ws.reserve(threads, scratch_floats(s, nb));
   parallel_ranges(threads, s.n, [&](int t, int64_t n0, int64_t n1) {
     forward_range(s, n0, n1, nb, x, w, b, y, relu, ws.floats(t));
@@ -155,6 +238,11 @@ void conv2d_backward_cpu(const Conv2dShape& s, const float* x, const float* w, c
                          float* dw, float* db, bool accumulate, bool relu, Workspace& ws) {
   const int64_t nb = conv2d_chunk(s), K = s.g.k();
   const int threads = compute_threads(s.n, 1);
+  if (s.n > 0 && split_channels(s, threads)) {
+    ws.reserve(1, split_floats(s));
+    backward_split(s, threads, x, w, y, dy, dx, dw, db, accumulate, relu, ws.floats(0));
+    return;
+  }
   // Per thread: scratch, then (threads > 0) a partial dW [OC, K] and db [OC].
   const int64_t scratch = scratch_floats(s, nb);
   ws.reserve(threads, scratch + s.oc * K + s.oc);
