@@ -31,8 +31,8 @@ class MpiCommunicator final : public Communicator {
   void allgather(const Tensor& in, Tensor& out) override;
   void barrier() override;
   // comm/ordered_allreduce.h: reduce-scatter with sums in rank order, then
-  // allgather, pipelined by segment. Not safe to call from two threads at once
-  // on one communicator.
+  // allgather, one 1 MB segment at a time. Not safe to call from two threads
+  // at once on one communicator.
   void allreduce_sum_ordered(Tensor& t, WireType wire) override;
   std::unique_ptr<Communicator> duplicate() const override;
   // MPI_Win_allocate_shared over this communicator when all ranks share a host.

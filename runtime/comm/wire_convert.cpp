@@ -32,6 +32,7 @@ LS_SIMD_CLONES void from_bf16(const uint16_t* in, int64_t n, float* out) {
 }
 
 #if defined(__x86_64__) && !defined(__clang__)
+#define LS_HAVE_F16C_PATH 1
 // vcvtps2ph with imm 0 rounds to nearest even, as the IEEE conversion does.
 __attribute__((target("avx,f16c"))) void to_f16_f16c(const float* in, int64_t n, uint16_t* out) {
   int64_t i = 0;
@@ -49,34 +50,38 @@ __attribute__((target("avx,f16c"))) void from_f16_f16c(const uint16_t* in, int64
 }
 
 bool have_f16c() { return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx"); }
-#else
-void to_f16_f16c(const float*, int64_t, uint16_t*) {}
-void from_f16_f16c(const uint16_t*, int64_t, float*) {}
-bool have_f16c() { return false; }
 #endif
+
+void to_f16(const float* in, int64_t n, uint16_t* out) {
+#ifdef LS_HAVE_F16C_PATH
+  if (have_f16c()) return to_f16_f16c(in, n, out);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = float_to_f16(in[i]);
+}
+
+void from_f16(const uint16_t* in, int64_t n, float* out) {
+#ifdef LS_HAVE_F16C_PATH
+  if (have_f16c()) return from_f16_f16c(in, n, out);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = f16_to_float(in[i]);
+}
 
 }  // namespace
 
 void floats_to_wire(const float* in, int64_t n, WireType wire, uint16_t* out) {
   LS_CHECK(wire != WireType::F32, "floats_to_wire: F32 is not a 16-bit wire");
-  if (wire == WireType::BF16) {
+  if (wire == WireType::BF16)
     to_bf16(in, n, out);
-  } else if (have_f16c()) {
-    to_f16_f16c(in, n, out);
-  } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = float_to_f16(in[i]);
-  }
+  else
+    to_f16(in, n, out);
 }
 
 void wire_to_floats(const uint16_t* in, int64_t n, WireType wire, float* out) {
   LS_CHECK(wire != WireType::F32, "wire_to_floats: F32 is not a 16-bit wire");
-  if (wire == WireType::BF16) {
+  if (wire == WireType::BF16)
     from_bf16(in, n, out);
-  } else if (have_f16c()) {
-    from_f16_f16c(in, n, out);
-  } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = f16_to_float(in[i]);
-  }
+  else
+    from_f16(in, n, out);
 }
 
 }  // namespace lockstep

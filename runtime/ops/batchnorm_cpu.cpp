@@ -90,11 +90,11 @@ LS_SIMD_CLONES void plane_backward_apply(const float* x, const float* dy, int64_
 
 // Planes shorter than kRowPlane (resnet50's 4x4 and 2x2 stages) are too
 // short for the per-plane kernels above: per 4 or 16 values a call, a
-// horizontal sum and a scalar tail. Measured per value over the five passes
-// (batch 32, 2 threads, 2026-11-24): 3.0-4.8 ns at 2x2 and 1.0-1.3 ns at 4x4,
-// against 0.4-0.7 ns at 8x8 and up; by rows, 0.58 ns at 2x2 and 0.55 at 4x4. There the kernels run along the images' rows instead: a
-// block of whole channels [c0, c1) is L = (c1 - c0) * hw contiguous "lanes"
-// in every image; per-channel values are expanded to lanes once per block,
+// horizontal sum and a scalar tail. There the kernels run along the images'
+// rows instead. Measured per value over the five passes (batch 32, 2 threads,
+// 2026-11-24): per plane 3.0-4.8 ns at 2x2 and 1.0-1.3 ns at 4x4 (0.4-0.7 ns
+// at 8x8 and up); by rows 0.58 ns at 2x2 and 0.55 at 4x4. A block of whole
+// channels [c0, c1) is L = (c1 - c0) * hw contiguous "lanes" in every image; per-channel values are expanded to lanes once per block,
 // sums accumulate per lane in double across the images (in image order) and
 // each channel adds its hw lanes at the end. Threads split channels, so the
 // results do not depend on the thread count.
@@ -197,7 +197,8 @@ LS_INLINE void rows_backward_sums_impl(const float* x, const float* y, float* dy
   }
 }
 
-// With relu, masks dy in place in the same pass that sums it.
+// With relu, masks dy in place one image row at a time, then sums that row
+// while it is in cache (mask and sums in one loop did not vectorise).
 LS_SIMD_CLONES void rows_backward_sums(const float* x, const float* y, float* dy, int64_t n, int64_t stride,
                                        int64_t L, bool relu, const float* m, double* sum_dy, double* sum_dy_xmu) {
   if (relu)
