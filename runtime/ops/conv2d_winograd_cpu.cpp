@@ -119,10 +119,23 @@ int64_t plane_stride(int64_t n) { return (n + 15) / 16 * 16 + 16; }
 // resnet20 (2 threads, batch 64) 732 -> 788 img/s, resnet50 at 64x64 (65, 60)
 // -> (67, 67), keras-cnn +1%, lenet within noise. 64 tiles and 512 KB:
 // resnet20 2% faster again, resnet50 3% slower.
+//
+// Where the channels are too many for sgemm_small's kernel (over 128), the
+// products go to OpenBLAS, which packs all of U's plane (OC x C) on every
+// call: a chunk then takes 128 tiles whatever its buffers' size, to pay for
+// that. The 1 MB rule had given resnet50 at 224x224 chunks of one image (16
+// tiles) against 256-512 channels. Per layer, 2 threads, batch 16, forward +
+// backward (2026-11-24, Zen 4): 256 channels at 14x14 33.9 -> 29.6 ms, 512
+// at 7x7 63.4 -> 41.7 ms. Capping the 128-channel layers at 224x224 by the
+// same rule (2 images, 98 tiles, instead of 1) made them slower (17.6 ->
+// 19.7 ms): their products run on sgemm_small, which packs nothing.
 int64_t chunk_images(const Conv2dShape& s, const Tiles& t, int planes) {
-  const int64_t per_image_floats = planes * (padded_channels(s.g.c) + padded_channels(s.oc)) * t.per_image;
-  const int64_t by_cache = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(per_image_floats, 1));
-  const int64_t by_width = std::max<int64_t>(1, (128 + t.per_image - 1) / t.per_image);
+  const int64_t Cp = padded_channels(s.g.c), OCp = padded_channels(s.oc);
+  const int64_t per_image = std::max<int64_t>(t.per_image, 1);
+  const int64_t by_width = (128 + per_image - 1) / per_image;
+  const bool packed_products = !sgemm_small_uses_kernel(Trans::N, 1, OCp, s.g.c);
+  const int64_t by_cache =
+      packed_products ? by_width : std::max<int64_t>(1, (int64_t{1} << 18) / (planes * (Cp + OCp) * per_image));
   return std::clamp<int64_t>(std::min(by_cache, by_width), 1, std::max<int64_t>(s.n, 1));
 }
 
