@@ -125,7 +125,7 @@ int64_t plane_stride(int64_t n) { return (n + 15) / 16 * 16 + 16; }
 // call: a chunk then takes 128 tiles whatever its buffers' size, to pay for
 // that. The 1 MB rule had given resnet50 at 224x224 chunks of one image (16
 // tiles) against 256-512 channels. Per layer, 2 threads, batch 16, forward +
-// backward, best of 5, three runs each (2026-11-24, Zen 4): 256 channels at
+// backward, best of 5, three runs each (Zen 4, 2 cores): 256 channels at
 // 14x14 33.9-38.9 -> 28.4-29.6 ms, 512 at 7x7 63.1-72.0 -> 41.4-42.3 ms.
 // Capping the 128-channel layers at 224x224 by the same rule (2 images, 98
 // tiles, instead of 1) made them slower (17.6 -> 19.7 ms): their products run
