@@ -83,20 +83,28 @@ void BatchNorm2d::prepare_cpu(const Tensor& x, const ForwardContext& ctx) {
   if (ctx.training) {
     // Two passes (two reductions when synced): the mean, then the squared
     // deviations from it. Sums of x^2 minus mean^2 would lose the variance of
-    // a channel whose spread is small next to its mean.
+    // a channel whose spread is small next to its mean. Unsynced, both passes
+    // run channel by channel (batchnorm_moments_cpu): the second reads planes
+    // the first has just brought into cache.
     sums_.assign(C + 1, 0.0);
-    ops::batchnorm_sum_cpu(s, x.data<float>(), sums_.data());
-    sums_[C] = static_cast<double>(s.n * s.hw);
-    if (ctx.sync) {  // sums and counts of every rank
-      ctx.sync->sum(sums_.data(), static_cast<int64_t>(sums_.size()));
+    const double local_count = static_cast<double>(s.n * s.hw);
+    if (ctx.sync) {
+      ops::batchnorm_sum_cpu(s, x.data<float>(), sums_.data());
+      sums_[C] = local_count;
+      ctx.sync->sum(sums_.data(), static_cast<int64_t>(sums_.size()));  // sums and counts of every rank
       synced_ = true;
     }
-    count_ = sums_[C];
+    count_ = synced_ ? sums_[C] : local_count;
     LS_CHECK(count_ > 1, "{}: batch statistics need more than one value per channel (input {})", describe(),
              x.shape().str());
-    for (size_t c = 0; c < C; ++c) mean_[c] = static_cast<float>(sums_[c] / count_);
-    ops::batchnorm_centered_sumsq_cpu(s, x.data<float>(), mean_.data(), sums_.data());
-    if (synced_) ctx.sync->sum(sums_.data(), static_cast<int64_t>(C));
+    if (synced_) {
+      for (size_t c = 0; c < C; ++c) mean_[c] = static_cast<float>(sums_[c] / count_);
+      ops::batchnorm_centered_sumsq_cpu(s, x.data<float>(), mean_.data(), sums_.data());
+      ctx.sync->sum(sums_.data(), static_cast<int64_t>(C));
+    } else {  // m2 into sums_[0, C), the sums (not needed further) into sums_[C + 1, 2C + 1)
+      sums_.resize(2 * C + 1);
+      ops::batchnorm_moments_cpu(s, x.data<float>(), count_, sums_.data() + C + 1, mean_.data(), sums_.data());
+    }
     for (size_t c = 0; c < C; ++c) {
       const double var = sums_[c] / count_;
       invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + eps_));

@@ -26,6 +26,13 @@ struct BatchNormShape {
 void batchnorm_sum_cpu(const BatchNormShape& s, const float* x, double* sum);
 // m2[c] = sum of (x - mean[c])^2 over n and hw.
 void batchnorm_centered_sumsq_cpu(const BatchNormShape& s, const float* x, const float* mean, double* m2);
+// Both of the above for one rank's batch, channel by channel, so the second
+// pass reads a channel's planes while the first has just brought them into
+// cache: sum[c] as batchnorm_sum_cpu, mean[c] = float(sum[c] / count) and m2[c]
+// as batchnorm_centered_sumsq_cpu, the same arithmetic (bitwise the same
+// results).
+void batchnorm_moments_cpu(const BatchNormShape& s, const float* x, double count, double* sum, float* mean,
+                           double* m2);
 // y = x * scale[c] + shift[c], then max(0, .) when relu. y may equal x.
 void batchnorm_apply_cpu(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
                          bool relu);

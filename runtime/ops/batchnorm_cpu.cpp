@@ -260,6 +260,26 @@ void batchnorm_centered_sumsq_cpu(const BatchNormShape& s, const float* x, const
   });
 }
 
+void batchnorm_moments_cpu(const BatchNormShape& s, const float* x, double count, double* sum, float* mean,
+                           double* m2) {
+  if (by_rows(s)) {  // lanes span channels: the two passes as they stand
+    batchnorm_sum_cpu(s, x, sum);
+    for (int64_t c = 0; c < s.c; ++c) mean[c] = static_cast<float>(sum[c] / count);
+    batchnorm_centered_sumsq_cpu(s, x, mean, m2);
+    return;
+  }
+  parallel_for(s.c, channel_grain(s), [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      double a = 0, q = 0;
+      for (int64_t n = 0; n < s.n; ++n) plane_sum(x + (n * s.c + c) * s.hw, s.hw, a);
+      sum[c] = a;
+      mean[c] = static_cast<float>(a / count);
+      for (int64_t n = 0; n < s.n; ++n) plane_centered_sumsq(x + (n * s.c + c) * s.hw, s.hw, mean[c], q);
+      m2[c] = q;
+    }
+  });
+}
+
 void batchnorm_apply_cpu(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
                          bool relu) {
   if (by_rows(s)) {

@@ -5,7 +5,8 @@
 // residual join), the backward reductions (masking dy in place under the
 // ReLU) and the backward apply. Channel counts make the row kernels split a
 // thread's channels into several lane blocks; 1 and 2 threads must give the
-// same bits.
+// same bits. batchnorm_moments_cpu (both statistics channel by channel) gives
+// the bits of the two separate passes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -110,5 +111,39 @@ TEST_CASE("batch-norm kernels against a double reference, short and long planes"
     CHECK(o2.y_join == o.y_join);
     CHECK(o2.dy_masked == o.dy_masked);
     CHECK(o2.dx == o.dx);
+  }
+}
+
+TEST_CASE("batch-norm moments in one pass per channel equal the two passes bitwise", "[batchnorm][kernels]") {
+  // batchnorm_moments_cpu runs the same sums channel by channel (rows kernels
+  // where planes are short), with mean = float(sum / count) as the layer takes
+  // it; sum, mean and m2 must be the bits of sum, then centered_sumsq.
+  for (const BatchNormShape s : {BatchNormShape{5, 300, 4}, BatchNormShape{3, 130, 9}, BatchNormShape{4, 70, 16},
+                                 BatchNormShape{2, 2100, 1}, BatchNormShape{3, 6, 31}, BatchNormShape{3, 5, 40},
+                                 BatchNormShape{2, 9, 1000}}) {
+    INFO("n " << s.n << " c " << s.c << " hw " << s.hw);
+    const Inputs in = make_inputs(s, static_cast<uint32_t>(s.c * 17 + s.hw));
+    const size_t C = static_cast<size_t>(s.c);
+    const double count = static_cast<double>(s.n * s.hw);
+    for (int threads : {1, 2}) {
+      ThreadsGuard guard(threads);
+      std::vector<double> sum(C), m2(C), sum1(C, -1.0), m21(C, -1.0);
+      std::vector<float> mean(C), mean1(C, -1.f);
+      batchnorm_sum_cpu(s, in.x.data(), sum.data());
+      for (size_t c = 0; c < C; ++c) mean[c] = static_cast<float>(sum[c] / count);
+      batchnorm_centered_sumsq_cpu(s, in.x.data(), mean.data(), m2.data());
+      batchnorm_moments_cpu(s, in.x.data(), count, sum1.data(), mean1.data(), m21.data());
+      CHECK(sum1 == sum);
+      CHECK(mean1 == mean);
+      CHECK(m21 == m2);
+      // And a centred sum, not a raw one: the channels carry offsets 0..4.
+      double q = 0;
+      for (int64_t n = 0; n < s.n; ++n)
+        for (int64_t i = 0; i < s.hw; ++i) {
+          const double d = in.x[static_cast<size_t>(n * s.c * s.hw + i)] - mean[0];
+          q += d * d;
+        }
+      CHECK(std::abs(m21[0] - q) <= 1e-5 * (1 + q));
+    }
   }
 }
