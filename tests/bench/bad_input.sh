@@ -7,9 +7,10 @@
 # them under mpirun -np 2, where rank 0 alone prints the line (mpirun adds its
 # own banner) and every rank exits. --help must exit 0 with the usage on
 # stdout. Rows run concurrently: most of a row's time is MPI start-up.
-# usage: bad_input.sh bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small
+# usage: bad_input.sh bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small bench_overhead
 set -u
-declare -A BIN=([bench_layers]=$1 [bench_allreduce]=$2 [bench_fusion]=$3 [bench_sgemm]=$4 [bench_gemm_small]=$5)
+declare -A BIN=([bench_layers]=$1 [bench_allreduce]=$2 [bench_fusion]=$3 [bench_sgemm]=$4 [bench_gemm_small]=$5
+                [bench_overhead]=$6)
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 LIMIT=30
@@ -87,6 +88,21 @@ row fusion-unknown-key bench_fusion "unknown option '--rounds' (see --help)" --r
 row fusion-trailing bench_fusion "--reps needs a value" --reps
 start mpi fusion-mpirun-np2 bench_fusion "--reps must be an integer from 1 to 100000, got '0'" --reps 0
 
+# bench_overhead
+row overhead-unknown-key bench_overhead "unknown option '--iters' (see --help)" --iters 3
+row overhead-positional bench_overhead "unexpected argument 'lenet' (see --help)" lenet
+row overhead-trailing bench_overhead "--steps needs a value" --steps
+row overhead-unknown-model bench_overhead "--model 'bogus' is unknown (known: mlp, lenet," --model bogus
+row overhead-text-batch bench_overhead "--batch-size must be an integer from 1 to 65536, got 'abc'" --batch-size abc
+row overhead-zero-steps bench_overhead "--steps must be an integer from 1 to 100000, got '0'" --steps 0
+row overhead-zero-rounds bench_overhead "--rounds must be an integer from 1 to 10000, got '0'" --rounds 0
+row overhead-negative-warmup bench_overhead "--warmup must be an integer from 0 to 100000, got '-1'" --warmup -1
+row overhead-zero-threads bench_overhead "--threads must be an integer from 1 to 1024, got '0'" --threads 0
+row overhead-huge-sample bench_overhead "--image-size 4096 makes 3 x 4096 x 4096 values per sample, more than 16777216" \
+  --model resnet20 --image-size 4096
+row overhead-too-small bench_overhead "--model lenet: samples of shape [1, 3, 3] are too small" --model lenet --image-size 3
+start mpi overhead-mpirun-np2 bench_overhead "measures a single rank; run it as one process, not 2 ranks" --steps 1
+
 # bench_sgemm and bench_gemm_small take no arguments.
 row sgemm-flag bench_sgemm "unknown option '--size' (see --help)" --size 512
 row sgemm-positional bench_sgemm "unexpected argument '512' (see --help)" 512
@@ -94,7 +110,7 @@ row gemm-small-flag bench_gemm_small "unknown option '--shape' (see --help)" --s
 row gemm-small-positional bench_gemm_small "unexpected argument '16' (see --help)" 16
 
 # Positive: --help (and -h) print the usage and exit 0.
-for tool in bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small; do
+for tool in bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small bench_overhead; do
   start help "$tool-help" "$tool" "" --help
   start help "$tool-h" "$tool" "" -h
 done
