@@ -112,32 +112,19 @@ int64_t padded_channels(int64_t c) { return (c + 7) / 8 * 8; }
 int64_t plane_stride(int64_t n) { return (n + 15) / 16 * 16 + 16; }
 
 // Images per chunk: about 128 tiles, with transform buffers up to 1 MB, so a
-// chunk's V and M planes stay near the 512 KB L2 between the transforms and
-// the products. Measured on the 2-core Zen 3 once the products ran on
-// sgemm_small (2026-11-23; it needs no long panels to amortise packing, which
-// had set the earlier 512 tiles and 4 MB), medians of alternating rounds:
-// resnet20 (2 threads, batch 64) 732 -> 788 img/s, resnet50 at 64x64 (65, 60)
-// -> (67, 67), keras-cnn +1%, lenet within noise. 64 tiles and 512 KB:
-// resnet20 2% faster again, resnet50 3% slower.
-//
-// Where the channels are too many for sgemm_small's kernel (over 128), the
-// products go to OpenBLAS, which packs all of U's plane (OC x C) on every
-// call: a chunk then takes 128 tiles whatever its buffers' size, to pay for
-// that. The 1 MB rule had given resnet50 at 224x224 chunks of one image (16
-// tiles) against 256-512 channels. Per layer, 2 threads, batch 16, forward +
-// backward, best of 5, three runs each (Zen 4, 2 cores): 256 channels at
-// 14x14 33.9-38.9 -> 28.4-29.6 ms, 512 at 7x7 63.1-72.0 -> 41.4-42.3 ms.
-// Capping the 128-channel layers at 224x224 by the same rule (2 images, 98
-// tiles, instead of 1) made them slower (17.6 -> 19.7 ms): their products run
-// on sgemm_small, which packs nothing.
+// chunk's V and M planes stay near L2 between the transforms and the products
+// (resnet20 732 -> 788 img/s against the earlier 512 tiles and 4 MB). Where
+// the products go to OpenBLAS (over 128 channels), which packs a whole OC x C
+// plane of U on every call, 128 tiles whatever the buffers' size: the 1 MB
+// rule had left resnet50's 256- and 512-channel layers at 224x224 with
+// chunks of 16 tiles, 1.3-1.7x slower. Figures: docs/benchmarks.md.
 int64_t chunk_images(const Conv2dShape& s, const Tiles& t, int planes) {
   const int64_t Cp = padded_channels(s.g.c), OCp = padded_channels(s.oc);
   const int64_t per_image = std::max<int64_t>(t.per_image, 1);
-  const int64_t by_width = (128 + per_image - 1) / per_image;
-  const bool packed_products = !sgemm_small_uses_kernel(Trans::N, 1, OCp, s.g.c);
-  const int64_t by_cache =
-      packed_products ? by_width : std::max<int64_t>(1, (int64_t{1} << 18) / (planes * (Cp + OCp) * per_image));
-  return std::clamp<int64_t>(std::min(by_cache, by_width), 1, std::max<int64_t>(s.n, 1));
+  int64_t images = (128 + per_image - 1) / per_image;
+  if (sgemm_small_uses_kernel(Trans::N, 1, OCp, s.g.c))  // products unpacked: the cache bound applies
+    images = std::min(images, (int64_t{1} << 18) / (planes * (Cp + OCp) * per_image));
+  return std::clamp<int64_t>(images, 1, std::max<int64_t>(s.n, 1));
 }
 
 struct Scratch {
