@@ -45,6 +45,7 @@ std::string config_json(const TrainConfig& c) {
                       {"base_batch_size", c.base_batch_size},
                       {"decay_bn_bias", c.decay_bn_bias},
                       {"label_smoothing", c.label_smoothing},
+                      {"clip_grad_norm", c.clip_grad_norm},
                       {"seed", c.seed},
                       {"grad_op", c.grad_op},
                       {"grad_compression", c.grad_compression},

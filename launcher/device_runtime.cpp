@@ -40,11 +40,14 @@ struct DeviceRuntime::Impl {
     policy.deterministic = c.cudnn_deterministic;
     policy.workspace_limit = static_cast<size_t>(c.cudnn_workspace_mb) << 20;
     ctx.set_conv_policy(policy);
-    if (c.precision == "fp16" || c.cuda_graph) {
-      LossScaleConfig lc;  // fp16: dynamic; a graph in fp32/bf16: a fixed scale of 1 (the step's scalars only)
+    if (c.precision == "fp16" || c.cuda_graph || c.clip_grad_norm > 0.f) {
+      // fp16: dynamic; otherwise a fixed scale of 1 that carries a graph's
+      // step scalars and clipping's factor.
+      LossScaleConfig lc;
       lc.dynamic = c.precision == "fp16";
       lc.init_scale = lc.dynamic ? c.loss_scale : 1.f;
       lc.growth_interval = c.loss_scale_window;
+      lc.max_grad_norm = c.clip_grad_norm;
       scaler = std::make_unique<LossScaler>(ctx, lc);
     }
     LS_CHECK_INPUT(!c.cuda_graph || mode == "nccl",
@@ -73,7 +76,7 @@ struct DeviceRuntime::Impl {
   std::string mode;
   int device;
   cuda::Context ctx;
-  std::unique_ptr<LossScaler> scaler;  // --precision fp16 or --cuda-graph (device memory: after ctx)
+  std::unique_ptr<LossScaler> scaler;  // fp16, --cuda-graph or --clip-grad-norm (device memory: after ctx)
   double timeout_s;
   cuda::Stream copy_stream;
   std::shared_ptr<cuda::PinnedAllocator> pinned = std::make_shared<cuda::PinnedAllocator>();
@@ -162,7 +165,7 @@ const Batch& DeviceRuntime::upload(const Batch& host) {
 LossScaler* DeviceRuntime::loss_scaler() { return impl_->scaler.get(); }
 
 LossScaleState DeviceRuntime::read_loss_scale() {
-  LS_CHECK(impl_->scaler, "read_loss_scale: not training in fp16");
+  LS_CHECK(impl_->scaler, "read_loss_scale: no device step state (fp16, --cuda-graph or --clip-grad-norm)");
   return impl_->scaler->read();
 }
 

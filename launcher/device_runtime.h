@@ -13,9 +13,9 @@
 //                the GPU). Returns once the host batch has been read, so the
 //                loader may refill it.
 //   loss_scaler() --precision fp16: the rank's dynamic loss scale on the
-//                device (optim/loss_scaler.h); with --cuda-graph, a fixed
-//                scale of 1 that carries the step's device-side scalars;
-//                null otherwise.
+//                device (optim/loss_scaler.h); with --cuda-graph or
+//                --clip-grad-norm, a fixed scale of 1 that carries the
+//                step's device-side scalars and clip factor; null otherwise.
 //   set_step(),  --cuda-graph: the step's learning rate and counter copied
 //   run_step()   into device memory before the step, then the step's work
 //                run eagerly while buffers settle (the first kGraphWarmup
@@ -62,8 +62,8 @@ class DeviceRuntime {
   std::shared_ptr<Allocator> host_allocator();  // page-locked: the loaders' batch slots
 
   const Batch& upload(const Batch& host);
-  LossScaler* loss_scaler();  // --precision fp16 or --cuda-graph; null otherwise
-  LossScaleState read_loss_scale();  // waits for the device (fp16 only)
+  LossScaler* loss_scaler();  // --precision fp16, --cuda-graph or --clip-grad-norm; null otherwise
+  LossScaleState read_loss_scale();  // waits for the device (fp16, --cuda-graph or --clip-grad-norm)
   void restore_loss_scale(const LossScaleState& s);  // fp16 only
 
   // --cuda-graph (see above). set_step's pointers are device memory and stay

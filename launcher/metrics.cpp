@@ -68,11 +68,18 @@ void RunRecords::loss_scale(const nlohmann::json& record) {
                      tagged(record, {{"loss_scale", "train/loss_scale"}, {"skipped_steps", "train/skipped_steps"}}));
 }
 
-void RunRecords::step(int64_t step, const LossStats& so_far, double lr) {
+void RunRecords::grad_clip(const nlohmann::json& record) {
+  write(record);
+  if (events_) events_->scalars(record.at("step").get<int64_t>(), tagged(record, {{"clipped_steps", "train/clipped_steps"}}));
+}
+
+void RunRecords::step(int64_t step, const LossStats& so_far, double lr, std::optional<double> grad_norm) {
   if (!events_) return;
   if (so_far.count > seen_.count) {
     const double loss = (so_far.loss_sum - seen_.loss_sum) / static_cast<double>(so_far.count - seen_.count);
-    events_->scalars(step, {{"train/loss_rank0", loss}, {"train/lr", lr}});
+    std::vector<std::pair<std::string, double>> v{{"train/loss_rank0", loss}, {"train/lr", lr}};
+    if (grad_norm) v.emplace_back("train/grad_norm", *grad_norm);
+    events_->scalars(step, v);
   }
   seen_ = so_far;
 }

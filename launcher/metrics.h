@@ -3,7 +3,8 @@
 //                  as written so a running job can be followed.
 //   RunRecords     the metrics file and TensorBoard event files together: one
 //                  record per epoch goes to both; per step, TensorBoard gets
-//                  rank 0's running loss and the learning rate.
+//                  rank 0's running loss, the learning rate and (clipping)
+//                  the gradient norm.
 //   peak_resident_bytes  the process's memory high-water mark, for the summary.
 // Opened only after every input was validated.
 #pragma once
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "nn/loss.h"
@@ -50,13 +52,18 @@ class RunRecords {
   void epoch(const nlohmann::json& record, bool eval);
   // A "loss_scale" record (fp16): to the metrics file, and to TensorBoard as train/*.
   void loss_scale(const nlohmann::json& record);
+  // A "grad_clip" record (--clip-grad-norm): to the metrics file, and its
+  // clipped_steps to TensorBoard as train/clipped_steps.
+  void grad_clip(const nlohmann::json& record);
 
   // Per step (TensorBoard only): true when step() writes anything.
   bool wants_steps() const { return events_ != nullptr; }
   void begin_epoch() { seen_ = LossStats{}; }
   // `so_far`: rank 0's loss sums since begin_epoch(); writes train/loss_rank0
-  // (the mean since the last step() that had new samples) and train/lr.
-  void step(int64_t step, const LossStats& so_far, double lr);
+  // (the mean since the last step() that had new samples), train/lr and, when
+  // `grad_norm` is given (clipping), train/grad_norm: the last update's
+  // gradient norm before clipping.
+  void step(int64_t step, const LossStats& so_far, double lr, std::optional<double> grad_norm = std::nullopt);
 
  private:
   std::unique_ptr<MetricsWriter> metrics_;

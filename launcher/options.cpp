@@ -133,6 +133,8 @@ cxxopts::Options make_options() {
        cxxopts::value<bool>()->default_value("false"))
       ("label-smoothing", "cross-entropy against (1 - eps) x one-hot + eps / classes; eps in [0, 1)",
        f(d.label_smoothing))
+      ("clip-grad-norm", "clip the averaged gradient to this global L2 norm before each update, as PyTorch's "
+       "clip_grad_norm_ (0 = off)", f(d.clip_grad_norm))
       ("seed", "seed for initialisation, shuffling and dropout", s(std::to_string(d.seed)));
   o.add_options("execution")
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
@@ -424,6 +426,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.label_smoothing = flt("label-smoothing");
   LS_CHECK_INPUT(c.label_smoothing >= 0.f && c.label_smoothing < 1.f, "--label-smoothing: {} must be in [0, 1)",
                  c.label_smoothing);
+  c.clip_grad_norm = flt("clip-grad-norm");
+  LS_CHECK_INPUT(c.clip_grad_norm >= 0.f, "--clip-grad-norm: {} must not be negative", c.clip_grad_norm);
   c.seed = static_cast<uint64_t>(non_negative("seed"));
   const int64_t threads = non_negative("threads");
   LS_CHECK_INPUT(threads <= 1024, "--threads: {} is more than 1024", threads);

@@ -171,6 +171,7 @@ DistributedOptions Trainer::distributed_options() const {
     o.timeout_s = c_.collective_timeout_s;
     o.loss_scaler = dev_->loss_scaler();
   }
+  o.max_grad_norm = c_.clip_grad_norm;
   return o;
 }
 
@@ -218,8 +219,9 @@ void Trainer::start() {
   std::memcpy(&resumed_loss_scale_.scale, &scale_bits, 4);
   resumed_loss_scale_.good_steps = v[4];
   resumed_loss_scale_.skipped = v[5];
-  // fp16 or --cuda-graph: the device counts the updates applied; they are the
-  // optimizer's (broadcast) step count. fp16 also resumes its loss scale.
+  // fp16, --cuda-graph or --clip-grad-norm: the device counts the updates
+  // applied; they are the optimizer's (broadcast) step count. fp16 also
+  // resumes its loss scale.
   if (dev_ && dev_->loss_scaler()) {
     LossScaleState st = dev_->loss_scaler()->initial();
     if (c_.precision == "fp16" && resumed_loss_scale_.scale > 0.f) {
@@ -242,7 +244,7 @@ void Trainer::start() {
   if (!c_.unknown_env.empty() && comm_.rank() == 0)
     log_->warn("ignored: {} {} set but {} no trainer option (see trainer --help)", fmt::join(c_.unknown_env, ", "),
                c_.unknown_env.size() == 1 ? "is" : "are", c_.unknown_env.size() == 1 ? "names" : "name");
-  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}{}, lr {} ({}{}){}{}",
+  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}{}, lr {} ({}{}){}{}{}",
              group_thousands(static_cast<double>(model_->params().numel())),
              static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(),
              c_.decay_bn_bias ? "" : " without decay on biases and batch norm", describe_lr(c_, global_batch_),
@@ -252,6 +254,7 @@ void Trainer::start() {
                  ? fmt::format(", {} warmup steps from {}", sched_.warmup_steps, sched_.warmup_start_lr)
                  : fmt::format(", {} warmup steps", sched_.warmup_steps),
              c_.label_smoothing > 0.f ? fmt::format(", label smoothing {}", c_.label_smoothing) : "",
+             c_.clip_grad_norm > 0.f ? fmt::format(", gradients clipped to norm {}", c_.clip_grad_norm) : "",
              c_.layout == "nhwc" ? "; activations channels-last (--layout nhwc)" : "");
   log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS {}",
              micro_batch_, world, world == 1 ? "" : "es",
@@ -325,6 +328,14 @@ void Trainer::check_loss(const LossAccumulator& train_loss) {
   }
 }
 
+std::pair<double, int64_t> Trainer::clip_state() {
+  if (dev_) {
+    const LossScaleState st = dev_->read_loss_scale();
+    return {st.grad_norm, st.clipped};
+  }
+  return {dopt_->last_grad_norm(), dopt_->clipped_steps()};
+}
+
 void Trainer::graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
                          bool epoch_end) {
   const Batch& b = dev_->upload(loader.next());
@@ -370,7 +381,7 @@ TrainSummary Trainer::run() {
   std::vector<int64_t> epoch_numbers;
   const int epoch_digits = static_cast<int>(std::to_string(epochs_).size());
   const float batch_mean = 1.f / static_cast<float>(micro_batch_ * K);
-  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // --precision fp16 or --cuda-graph
+  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // fp16, --cuda-graph or --clip-grad-norm
   // On the GPU the sums stay on the device until read; one accumulator for the
   // whole run (reset each epoch), so a captured step's pointers into it hold.
   LossAccumulator train_loss;
@@ -475,7 +486,9 @@ TrainSummary Trainer::run() {
         if (dev_) dev_->wait_graph_steps();
         const LossStats l = train_loss.read();
         bar_loss = l.count > 0 ? l.loss_sum / static_cast<double>(l.count) : 0.0;
-        records.step(progress_.step, l, sched_.lr(progress_.step - 1));
+        records.step(progress_.step, l, sched_.lr(progress_.step - 1),
+                     c_.clip_grad_norm > 0.f && records.wants_steps() ? std::optional(clip_state().first)
+                                                                       : std::nullopt);
       }
       bar.update(s + 1, bar_loss, static_cast<double>((s + 1) * micro_batch_ * K * world) / seconds_since(t_epoch),
                  s + 1 == steps_now);
@@ -511,6 +524,13 @@ TrainSummary Trainer::run() {
                  progress_.step);
       records.loss_scale({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
                           {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});
+    }
+    if (c_.clip_grad_norm > 0.f) {
+      const auto [norm, clipped] = clip_state();
+      log_->info("{} gradient norm {:.4g} at the last step (limit {}) | {} of {} updates clipped so far", label, norm,
+                 c_.clip_grad_norm, clipped, progress_.step - first_step);
+      records.grad_clip({{"type", "grad_clip"}, {"epoch", epoch + 1}, {"step", progress_.step},
+                         {"grad_norm", norm}, {"clipped_steps", clipped}});
     }
     train_times.push_back(train_s);
     test_times.push_back(test_s);

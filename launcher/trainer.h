@@ -99,6 +99,9 @@ class Trainer {
   // A non-finite training loss (fp16: a collapsed loss scale) stops training
   // with one clear error; on the GPU it waits for the device first (bounded).
   void check_loss(const LossAccumulator& train_loss);
+  // --clip-grad-norm: the last update's gradient norm before clipping, and the
+  // updates clipped since this process started (GPU: waits for the device).
+  std::pair<double, int64_t> clip_state();
   // --cuda-graph: one training step (one micro-batch) through
   // DeviceRuntime::run_step, the loss checked every kGpuLossCheckEvery steps
   // and at `epoch_end`.

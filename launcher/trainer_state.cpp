@@ -48,6 +48,7 @@ Fingerprint Trainer::fingerprint() const {
                                   sched_.warmup_start_lr, sched_.step_every, sched_.gamma)},
       {"weight decay on", c_.decay_bn_bias ? "all parameters" : "weights only (--no-decay-bn-bias)"},
       {"label-smoothing", fmt::format("{}", c_.label_smoothing)},
+      {"clip-grad-norm", fmt::format("{}", c_.clip_grad_norm)},
       {"seed", std::to_string(c_.seed)},
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
@@ -80,7 +81,7 @@ void Trainer::checkpoint() {
   sync_buffers();  // collective: every rank checkpoints at the same step
   if (!rank0()) return;
   CheckpointInfo info;
-  if (dev_ && dev_->loss_scaler()) {  // fp16 or --cuda-graph: the applied updates are the optimizer's step count
+  if (dev_ && dev_->loss_scaler()) {  // fp16, --cuda-graph or clipping: the applied updates are the optimizer's step count
     dev_->wait_graph_steps();
     dopt_->drain();  // bounded waits for the NCCL work, so the read below cannot hang on a lost peer
     const LossScaleState st = dev_->read_loss_scale();

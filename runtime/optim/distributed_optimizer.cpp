@@ -2,6 +2,9 @@
 #include "optim/distributed_optimizer.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "optim/grad_clip.h"
 
 #ifdef LOCKSTEP_HAVE_CUDA
 #include "optim/loss_scaler.h"
@@ -61,10 +64,19 @@ std::unique_ptr<ShmAllreduce> share_gradients(ParameterStore& params, Communicat
 DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm,
                                            DistributedOptions options)
     : opt_(opt), params_(params), comm_(comm), options_(options) {
+  LS_CHECK_INPUT(options.max_grad_norm >= 0.f && std::isfinite(options.max_grad_norm),
+                 "--clip-grad-norm {}: must be a finite number >= 0", options.max_grad_norm);
   std::vector<Bucket> plan = plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes);
   if (params.device().is_cuda()) {
     LS_CHECK(options.gpu != nullptr, "DistributedOptimizer: parameters on {} but no device context",
              params.device().str());
+#ifdef LOCKSTEP_HAVE_CUDA
+    // On the GPU the clip factor is computed on the device, by the loss scaler's rule.
+    LS_CHECK(options.max_grad_norm == 0.f ||
+                 (options.loss_scaler && options.loss_scaler->config().max_grad_norm == options.max_grad_norm),
+             "DistributedOptimizer: clipping on the GPU needs a LossScaler configured with max_grad_norm {}",
+             options.max_grad_norm);
+#endif
     gpu_reducer_ = std::make_unique<GpuGradReducer>(
         *options.gpu, comm, options.nccl, params.grads(), std::move(plan),
         GpuGradReducer::Options{options.overlap, options.average, options.wire, options.timeout_s,
@@ -122,6 +134,15 @@ void DistributedOptimizer::step(float lr) {
 #endif
   } else {
     reducer_->finish();
+    if (options_.max_grad_norm > 0.f) {  // the same sum on every rank: no collective
+      const double sumsq = sum_of_squares_cpu(params_.grads().data<float>(), params_.padded_numel());
+      last_grad_norm_ = static_cast<float>(std::sqrt(sumsq) * static_cast<double>(scale));
+      const float coef = clip_coefficient(last_grad_norm_, options_.max_grad_norm);
+      if (coef < 1.f) {
+        scale *= coef;
+        ++clipped_steps_;
+      }
+    }
   }
   const auto t0 = Timeline::Clock::now();
   opt_.step(lr, scale);

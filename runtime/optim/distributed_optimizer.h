@@ -23,6 +23,12 @@
 // gradients are checked for inf/NaN and the loss-scale rule decides, on the
 // device, whether the update applies (optim/loss_scale_rule.h).
 //
+// Clipping (options.max_grad_norm > 0, optim/grad_clip.h): after the average,
+// the averaged gradient's global L2 norm; above the limit, the update's
+// gradient factor shrinks by max / (norm + 1e-6). On the host here; on the
+// GPU in the loss scaler's rule, which must then be configured with the same
+// limit.
+//
 // Use per step:  begin_backward(last) before each backward (last = the
 // micro-batch whose gradients are reduced), on_gradients_ready from the
 // Sequential's grad-ready hook, step(lr) after the last backward.
@@ -58,6 +64,7 @@ struct DistributedOptions {
   // fp16 training (GPU): checks the averaged gradients and runs the loss-scale
   // rule before each update (optim/loss_scaler.h). Not owned.
   LossScaler* loss_scaler = nullptr;
+  float max_grad_norm = 0.f;                    // > 0: clip the averaged gradient to this global L2 norm
 };
 
 // Buckets over a parameter store (pure function of the layout and the caps; a
@@ -87,6 +94,11 @@ class DistributedOptimizer {
   double last_comm_wait_seconds() const {
     return gpu_reducer_ ? gpu_reducer_->last_wait_seconds() : reducer_->last_wait_seconds();
   }
+  // Host parameters with clipping: the last step's gradient norm before
+  // clipping (of the averaged gradient), and the steps clipped so far. On the
+  // GPU both live in the loss scaler's device state.
+  float last_grad_norm() const { return last_grad_norm_; }
+  int64_t clipped_steps() const { return clipped_steps_; }
   // GPU: blocks until every queued collective has finished (bounded by the timeout).
   void drain();
   std::string describe() const;
@@ -101,6 +113,8 @@ class DistributedOptimizer {
   std::unique_ptr<ShmAllreduce> shm_;  // before reducer_, which points at it
   std::unique_ptr<BucketReducer> reducer_;       // parameters in host memory
   std::unique_ptr<GpuGradReducer> gpu_reducer_;  // parameters on a GPU
+  float last_grad_norm_ = 0.f;
+  int64_t clipped_steps_ = 0;
 };
 
 }  // namespace lockstep

@@ -1,5 +1,6 @@
 // Kernels of dynamic loss scaling: a grid-stride inf/NaN check that only ever
-// writes 1 (racing writers store the same value), and the one-thread rule.
+// writes 1 (racing writers store the same value), clipping's fixed-order sum
+// of squares, and the one-thread rule.
 #include "optim/loss_scale_cuda.h"
 
 #include "cuda/check.h"
@@ -14,6 +15,37 @@ __global__ void flag_nonfinite_kernel(int64_t n, const float* g, LossScaleState*
   if (bad) state->found_nonfinite = 1;
 }
 
+// Tree over a block's kThreads values in shared memory; thread 0 gets the sum.
+__device__ double block_tree_sum(double v) {
+  __shared__ double part[cuda::kThreads];
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = cuda::kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  return part[0];
+}
+
+// Launched with exactly kSumsqBlocks x kThreads: the loop's order is fixed.
+__global__ void sumsq_blocks_kernel(int64_t n, const float* g, double* partials) {
+  double acc = 0.0;
+  for (int64_t i = cuda::first_index(); i < n; i += cuda::grid_stride()) {
+    const double v = g[i];
+    acc += v * v;
+  }
+  const double s = block_tree_sum(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// One block of kThreads: each thread adds its blocks' sums in order, then a tree.
+__global__ void sumsq_finish_kernel(const double* partials, LossScaleState* state) {
+  double acc = 0.0;
+  for (int b = threadIdx.x; b < kSumsqBlocks; b += cuda::kThreads) acc += partials[b];
+  const double s = block_tree_sum(acc);
+  if (threadIdx.x == 0) state->grad_sumsq = s;
+}
+
 __global__ void loss_scale_step_kernel(LossScaleState* state, LossScaleConfig config, float lr, const float* lr_dev,
                                        float base_factor, float beta1, float beta2) {
   loss_scale_step(*state, config, lr_dev ? *lr_dev : lr, base_factor, beta1, beta2);
@@ -24,6 +56,13 @@ __global__ void loss_scale_step_kernel(LossScaleState* state, LossScaleConfig co
 void flag_nonfinite_cuda(int64_t n, const float* g, LossScaleState* state, cudaStream_t stream) {
   if (n <= 0) return;
   flag_nonfinite_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream>>>(n, g, state);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void grad_sumsq_cuda(int64_t n, const float* g, double* partials, LossScaleState* state, cudaStream_t stream) {
+  sumsq_blocks_kernel<<<kSumsqBlocks, cuda::kThreads, 0, stream>>>(n, g, partials);
+  LS_CUDA_CHECK_LAUNCH();
+  sumsq_finish_kernel<<<1, cuda::kThreads, 0, stream>>>(partials, state);
   LS_CUDA_CHECK_LAUNCH();
 }
 

@@ -15,6 +15,13 @@ namespace lockstep {
 // alone otherwise, so several ranges can be checked before one step).  g [n] fp32
 void flag_nonfinite_cuda(int64_t n, const float* g, LossScaleState* state, cudaStream_t stream);
 
+// Clipping: state->grad_sumsq = sum of g[0, n)^2 in double, in a fixed order
+// (kSumsqBlocks blocks of cuda threads, each a grid-stride loop and a tree,
+// then a tree over the blocks' sums), the same on every GPU for the same g.
+// partials: kSumsqBlocks doubles of device scratch.  g [n] fp32
+constexpr int kSumsqBlocks = 512;
+void grad_sumsq_cuda(int64_t n, const float* g, double* partials, LossScaleState* state, cudaStream_t stream);
+
 // One thread runs loss_scale_step(*state, config, lr, base_factor, beta1, beta2),
 // with lr = *lr_dev when lr_dev (device memory) is given (a captured step).
 void loss_scale_step_cuda(LossScaleState* state, const LossScaleConfig& config, float lr, const float* lr_dev,

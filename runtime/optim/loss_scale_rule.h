@@ -19,6 +19,12 @@
 // carry a captured CUDA graph's per-step scalars: the learning rate read from
 // device memory, and Adam's bias corrections.
 //
+// Gradient clipping (max_grad_norm > 0, optim/grad_clip.h) rides on the same
+// state: the sum of squares of the averaged gradients lands in grad_sumsq
+// before the rule runs, and the rule scales grad_factor by the clip
+// coefficient of the unscaled gradient's norm. With a dynamic scale that sum
+// is also the inf/NaN check (it is finite exactly when every gradient is).
+//
 // Everything stays on the device: the scale the loss gradient reads, the
 // decision the optimizer kernels read and Adam's bias corrections for the
 // applied-step count (skipped steps do not count, as in PyTorch) -- the host
@@ -30,6 +36,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "optim/grad_clip.h"
 
 namespace lockstep {
 
@@ -42,6 +49,7 @@ struct LossScaleConfig {
   float growth_factor = 2.f;
   float backoff_factor = 0.5f;
   int32_t growth_interval = 2000;  // finite steps in a row before the scale grows
+  float max_grad_norm = 0.f;       // > 0: clip the gradient to this global L2 norm (--clip-grad-norm)
 };
 
 // Lives in device memory; written only by kernels (and by restore at start).
@@ -56,6 +64,10 @@ struct LossScaleState {
   float step_size = 0.f;        // Adam: lr / (1 - beta1^t)
   float inv_sqrt_bc2 = 0.f;     // Adam: 1 / sqrt(1 - beta2^t)
   float lr = 0.f;               // this step's learning rate (the optimizer kernels read it)
+  // Clipping (max_grad_norm > 0):
+  double grad_sumsq = 0.0;      // sum of squares of the averaged gradients before the factor (written before the rule)
+  float grad_norm = 0.f;        // this step's gradient norm before clipping (after averaging and unscaling)
+  int64_t clipped = 0;          // applied updates whose gradient was scaled down
 };
 
 // The state the first step sees.
@@ -66,18 +78,28 @@ inline LossScaleState initial_loss_scale_state(const LossScaleConfig& c) {
 }
 
 // Once per step, after the gradient check and before the optimizer's kernels:
-// decides this step (skip, grad_factor from the scale its backward used,
-// the learning rate, Adam's scalars for t = applied + 1 exactly as
-// Adam::update computes them), then moves the scale for the next step (a
+// decides this step (skip, grad_factor from the scale its backward used and,
+// with clipping, the clip coefficient of grad_sumsq's norm, the learning
+// rate, Adam's scalars for t = applied + 1 exactly as Adam::update computes
+// them), then moves the scale for the next step (a
 // dynamic one only) and clears the check's flag. beta1 = beta2 = 0 for SGD
 // (the Adam scalars are then lr and 1, unused).
 LS_HOST_DEVICE inline void loss_scale_step(LossScaleState& s, const LossScaleConfig& c, float lr, float base_factor,
                                            float beta1, float beta2) {
   s.lr = lr;
   s.grad_factor = base_factor / s.scale;
+  if (c.max_grad_norm > 0.f && c.dynamic && !isfinite(s.grad_sumsq)) s.found_nonfinite = 1;
   // A scale fallen so far that 1/S overflows skips too (the trainer stops
   // training long before: below 2^-24).
   s.skip = s.found_nonfinite != 0 || !(s.grad_factor <= 3.402823466e38f) ? 1 : 0;
+  if (c.max_grad_norm > 0.f) {
+    s.grad_norm = static_cast<float>(::sqrt(s.grad_sumsq) * static_cast<double>(s.grad_factor));
+    const float coef = clip_coefficient(s.grad_norm, c.max_grad_norm);
+    if (!s.skip && coef < 1.f) {
+      s.grad_factor *= coef;
+      ++s.clipped;
+    }
+  }
   if (s.skip) {
     s.scale *= c.backoff_factor;
     s.good_steps = 0;

@@ -19,12 +19,19 @@ LossScaler::LossScaler(cuda::Context& gpu, const LossScaleConfig& config) : gpu_
   LS_CHECK(config.growth_factor > 1.f && config.backoff_factor > 0.f && config.backoff_factor < 1.f,
            "loss scaling: growth {} must exceed 1 and backoff {} lie in (0, 1)", config.growth_factor,
            config.backoff_factor);
+  LS_CHECK_INPUT(config.max_grad_norm >= 0.f && std::isfinite(config.max_grad_norm),
+                 "--clip-grad-norm {}: must be a finite number >= 0", config.max_grad_norm);
+  if (config.max_grad_norm > 0.f)
+    partials_ = Tensor::zeros(Shape{kSumsqBlocks * static_cast<int64_t>(sizeof(double))}, DType::U8, gpu.allocator());
   state_ = Tensor::zeros(Shape{static_cast<int64_t>(sizeof(LossScaleState))}, DType::U8, gpu.allocator());
   restore(initial_loss_scale_state(config));
 }
 
 void LossScaler::step(const float* grads, int64_t n, float lr, float base_factor, float beta1, float beta2) {
-  if (config_.dynamic) flag_nonfinite_cuda(n, grads, state(), gpu_.raw_stream());
+  if (config_.max_grad_norm > 0.f)  // the rule reads the sum; a non-finite one is the inf/NaN flag
+    grad_sumsq_cuda(n, grads, static_cast<double*>(partials_.raw_data()), state(), gpu_.raw_stream());
+  else if (config_.dynamic)
+    flag_nonfinite_cuda(n, grads, state(), gpu_.raw_stream());
   loss_scale_step_cuda(state(), config_, lr, lr_dev_, base_factor, beta1, beta2, gpu_.raw_stream());
 }
 

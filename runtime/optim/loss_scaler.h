@@ -26,7 +26,8 @@ class LossScaler {
 
   const float* scale_dev() const { return &state()->scale; }
   const LossScaleState* state_dev() const { return state(); }
-  // Queues the inf/NaN check of grads [n] and the step rule with this step's
+  // Queues the inf/NaN check of grads [n] (with clipping: the sum of their
+  // squares, which is that check too) and the step rule with this step's
   // learning rate, base gradient factor (1/N when averaging) and Adam betas
   // (0 for SGD).
   void step(const float* grads, int64_t n, float lr, float base_factor, float beta1, float beta2);
@@ -46,7 +47,8 @@ class LossScaler {
   cuda::Context& gpu_;
   LossScaleConfig config_;
   const float* lr_dev_ = nullptr;
-  Tensor state_;  // sizeof(LossScaleState) bytes of device memory
+  Tensor state_;     // sizeof(LossScaleState) bytes of device memory
+  Tensor partials_;  // clipping: kSumsqBlocks doubles of device scratch
 };
 
 }  // namespace lockstep

@@ -4,9 +4,10 @@
 Trains lenet for 2 epochs at N=2 on synthetic data with --tensorboard-dir and
 --metrics-file, then loads the directory with tensorboard's EventAccumulator
 (which checks every record's CRCs and stops at a damaged one) and checks:
-one train/loss_rank0 and train/lr point per step (steps 1..N, the learning
-rate as scheduled), the per-epoch scalars equal to the metrics file's values
-(to float32 rounding) at each epoch's last step, and that a second run into
+one train/loss_rank0, train/lr and train/grad_norm point per step (steps
+1..N, the learning rate as scheduled; the run clips gradients), the per-epoch
+scalars equal to the metrics file's values (to float32 rounding) at each
+epoch's last step, train/clipped_steps equal to its grad_clip records, and that a second run into
 the same directory adds a file instead of replacing the first. Exit 77
 (ctest: skipped) when tensorboard is not importable.
 usage: tensorboard_reads_events.py TRAINER
@@ -33,7 +34,7 @@ def train(tb, metrics):
     cmd = ["mpirun", "-np", "2", trainer, "--model", "lenet", "--dataset", "synthetic",
            "--synthetic-samples", str(SAMPLES), "--global-batch-size", str(BATCH), "--epochs", str(EPOCHS),
            "--lr", "0.02", "--warmup-epochs", "1", "--progress", "off", "--tensorboard-dir", tb,
-           "--metrics-file", metrics]
+           "--metrics-file", metrics, "--clip-grad-norm", "0.5"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         fail(f"trainer exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
@@ -48,7 +49,7 @@ with tempfile.TemporaryDirectory() as work:
     ea = EventAccumulator(tb, size_guidance={"scalars": 0})  # 0: keep every point
     ea.Reload()
     tags = set(ea.Tags()["scalars"])
-    want = {"train/loss_rank0", "train/lr", "epoch/train_loss", "epoch/train_accuracy", "epoch/test_loss",
+    want = {"train/loss_rank0", "train/lr", "train/grad_norm", "train/clipped_steps", "epoch/train_loss", "epoch/train_accuracy", "epoch/test_loss",
             "epoch/test_accuracy", "epoch/images_per_sec", "epoch/seconds"}
     if not want <= tags:
         fail(f"missing tags {sorted(want - tags)} (have {sorted(tags)})")
@@ -62,6 +63,16 @@ with tempfile.TemporaryDirectory() as work:
     # warmup over the first epoch: rising to 0.02, then held
     if not (lr[0] < lr[STEPS // EPOCHS - 1] and abs(lr[-1] - 0.02) < 1e-6):
         fail(f"train/lr does not follow the warmup: {lr}")
+
+    norms = ea.Scalars("train/grad_norm")
+    if [e.step for e in norms] != list(range(1, STEPS + 1)) or not all(0 < e.value < 1e6 for e in norms):
+        fail(f"train/grad_norm points {[(e.step, e.value) for e in norms]}, expected one positive value per step")
+
+    records = [json.loads(l) for l in open(metrics)]
+    clips = [(r["step"], r["clipped_steps"]) for r in records if r["type"] == "grad_clip"]
+    got = [(e.step, e.value) for e in ea.Scalars("train/clipped_steps")]
+    if len(clips) != EPOCHS or got != clips:
+        fail(f"train/clipped_steps {got} differs from the metrics file's grad_clip records {clips}")
 
     epochs = [json.loads(l) for l in open(metrics) if json.loads(l)["type"] == "epoch"]
     if len(epochs) != EPOCHS:

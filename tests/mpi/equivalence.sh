@@ -29,3 +29,11 @@ for model in mlp lenet; do
     "$CMP" "$WORK/$model-1.safetensors" "$WORK/$model-$n.safetensors" --rtol 1e-5
   done
 done
+for n in 1 2; do
+  mpirun -np $n --oversubscribe "$TRAINER" --model lenet $ARGS --clip-grad-norm 0.05 \
+    --metrics-file "$WORK/clip-$n.jsonl" --save-weights "$WORK/clip-$n.safetensors" > "$WORK/clip-$n.log"
+  # Every update clipped, or the comparison would not exercise the factor.
+  grep -q '"clipped_steps":10,' "$WORK/clip-$n.jsonl" || { echo "N=$n: not every step clipped:"; cat "$WORK/clip-$n.log"; exit 1; }
+done
+echo -n "lenet --clip-grad-norm 0.05 N=1 vs N=2: "
+"$CMP" "$WORK/clip-1.safetensors" "$WORK/clip-2.safetensors" --rtol 1e-5

@@ -2,6 +2,7 @@
 // ranks averaging shard gradients equal one process on the whole batch.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/hash.h"
@@ -114,4 +115,36 @@ TEST_CASE("averaged shard gradients equal the whole batch's gradient", "[mpi]") 
   }
   INFO("max abs difference " << worst << " of max magnitude " << scale);
   CHECK(worst <= 1e-6 * std::max(scale, 1.0));
+}
+
+TEST_CASE("clipping: every rank finds the averaged gradient's norm, and replicas stay identical", "[mpi][clip]") {
+  Communicator& c = world();
+  auto m = models::build_model("lenet", {}, 3);
+  OptimizerConfig oc;
+  auto opt = make_optimizer(m->params(), oc);
+  DistributedOptions o;
+  o.bucket_bytes = 64 << 10;
+  o.max_grad_norm = 1e-3f;  // below every step's norm: each update is clipped
+  DistributedOptimizer d(*opt, m->params(), c, o);
+  d.broadcast_state(0);
+  for (int step = 0; step < 4; ++step) {
+    Tensor x, y;
+    make_batch(rng_key(11, static_cast<uint64_t>(c.rank()), static_cast<uint64_t>(step)), 8, x, y);
+    forward_backward(*m, x, y, 1.f / 8);
+    // The expected norm: this rank's gradients averaged apart from the optimizer's buffers.
+    Tensor g = Tensor::zeros(m->params().grads().shape());
+    g.copy_from(m->params().grads());
+    c.allreduce(g, ReduceOp::Average);
+    double sumsq = 0;
+    for (float v : g.span<float>()) sumsq += static_cast<double>(v) * v;
+    d.step(0.01f);
+    INFO("step " << step + 1);
+    CHECK(d.last_grad_norm() == Approx(std::sqrt(sumsq)).epsilon(1e-5));
+    Tensor norm = Tensor::zeros(Shape{1});
+    norm.data<float>()[0] = d.last_grad_norm();
+    CHECK(identical_across_ranks(c, norm));
+  }
+  CHECK(d.clipped_steps() == 4);
+  CHECK(identical_across_ranks(c, m->params().values()));
+  CHECK(identical_across_ranks(c, *opt->state()[0].second));
 }

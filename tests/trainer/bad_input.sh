@@ -301,6 +301,9 @@ row base-batch-zero 2 trainer "--base-batch-size: 0 must be positive" -- $SYN --
 row label-smoothing-one 2 trainer "--label-smoothing: 1 must be in [0, 1)" -- $SYN --label-smoothing 1
 row label-smoothing-negative 2 trainer "--label-smoothing: -0.1 must be in [0, 1)" -- $SYN --label-smoothing -0.1
 row label-smoothing-nan 2 trainer "--label-smoothing: 'nan' is not a finite number" -- $SYN --label-smoothing nan
+row clip-grad-norm-negative 2 trainer "--clip-grad-norm: -1 must not be negative" -- $SYN --clip-grad-norm -1
+row clip-grad-norm-inf 2 trainer "--clip-grad-norm: 'inf' is not a finite number" -- $SYN --clip-grad-norm inf
+row clip-grad-norm-word 2 trainer "--clip-grad-norm: 'max' is not a finite number" -- $SYN --clip-grad-norm max
 row image-size-negative 2 trainer "--image-size: -1 must not be negative" -- --benchmark --image-size -1
 row image-size-too-small 2 trainer "--model lenet: samples of shape [1, 3, 3] are too small" -- --benchmark --model lenet --image-size 3
 row image-size-huge 2 trainer "--image-size: 5000 makes 1 x 5000 x 5000 values per sample, more than 16777216" -- --benchmark --image-size 5000
@@ -309,6 +312,7 @@ row benchmark-real-data 2 trainer "--benchmark and --dataset fashion-mnist: benc
 row benchmark-target 2 trainer "--benchmark and --target-accuracy: benchmark mode does not evaluate" -- --benchmark --target-accuracy 0.5
 row env-benchmark-dataset 2 trainer "--benchmark and --dataset mnist-format: benchmark mode trains on synthetic data shaped for the model (drop --dataset) (set by LOCKSTEP_BENCHMARK, LOCKSTEP_DATASET)" LOCKSTEP_BENCHMARK=true LOCKSTEP_DATASET=mnist-format --
 row env-label-smoothing 2 trainer "LOCKSTEP_LABEL_SMOOTHING=2: --label-smoothing: 2 must be in [0, 1)" LOCKSTEP_LABEL_SMOOTHING=2 -- $SYN
+row env-clip-grad-norm 2 trainer "LOCKSTEP_CLIP_GRAD_NORM=-0.5: --clip-grad-norm: -0.5 must not be negative" LOCKSTEP_CLIP_GRAD_NORM=-0.5 -- $SYN
 
 # Environment variables.
 row env-batch 2 trainer "LOCKSTEP_BATCH_SIZE=zero: --batch-size: 'zero' is not an integer" LOCKSTEP_BATCH_SIZE=zero -- --dataset synthetic
@@ -464,7 +468,7 @@ accepts damaged-newest-falls-back "skipping checkpoint $SCRATCH/fallback/$CK2: $
 accepts weights-without-checksums "" -- $LW "$SCRATCH/plain.safetensors"
 accepts benchmark-explicit-synthetic "" -- --benchmark --dataset synthetic --model mlp --batch-size 16
 accepts synthetic-shape-over-image-size "" -- $SYN --model mlp --synthetic-shape 1,20,20 --image-size 16
-accepts recipe-flags "" LOCKSTEP_LR_SCALING=linear -- $SYN --model mlp --base-batch-size 64 --warmup-epochs 1 --no-decay-bn-bias --label-smoothing 0.1 --weight-decay 1e-4
+accepts recipe-flags "" LOCKSTEP_LR_SCALING=linear -- $SYN --model mlp --base-batch-size 64 --warmup-epochs 1 --no-decay-bn-bias --label-smoothing 0.1 --weight-decay 1e-4 --clip-grad-norm 1
 accepts cifar10-good "" -- --dataset cifar10 --data-dir "$D/cifar-good" --batch-size 8
 accepts augment-crop-flip-env "" LOCKSTEP_AUGMENT=crop-flip -- $SYN
 
