@@ -180,6 +180,31 @@ step train.resnet20.nhwc.np2.syncbn mpirun -np 2 trainer --model resnet20 --benc
                              --device cuda --comm mpi --sync-batchnorm --layout nhwc --progress off
 step train.resnet20.fp16.mpi.np2 mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
                              --device cuda --comm mpi --precision fp16 --progress off
+# --clip-grad-norm on the device (the loss scaler's rule; in a captured graph,
+# and with fp16's dynamic scale) against the CPU's clipping.
+CLIP=(--clip-grad-norm 0.5)
+step train.lenet.clip.cpu   trainer "${TRAIN[@]}" "${CLIP[@]}" --device cpu --metrics-file "$OUT/lenet-clip-cpu.jsonl"
+step train.lenet.clip.graph trainer "${TRAIN[@]}" "${CLIP[@]}" --device cuda --cuda-graph \
+                             --metrics-file "$OUT/lenet-clip-graph.jsonl"
+step train.lenet.clip.fp16.nccl mpirun -np 1 trainer "${TRAIN[@]}" "${CLIP[@]}" --device cuda --comm nccl \
+                             --precision fp16 --metrics-file "$OUT/lenet-clip-fp16.jsonl"
+compare_clip() {
+  host_env "$PY" - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+def recs(name, kind):
+    return [r for r in (json.loads(l) for l in open(f"{out}/lenet-clip-{name}.jsonl") if l.strip()) if r["type"] == kind]
+cpu_acc = 100 * recs("cpu", "epoch")[-1]["test_acc"]
+ok = True
+for name in ("cpu", "graph", "fp16"):
+    acc, clip = 100 * recs(name, "epoch")[-1]["test_acc"], recs(name, "grad_clip")
+    print(f"clip {name}: test accuracy {acc:.2f}%, clipped updates per epoch {[r['clipped_steps'] for r in clip]}, "
+          f"last norms {[round(r['grad_norm'], 4) for r in clip]}")
+    ok &= len(clip) == 3 and clip[-1]["clipped_steps"] > 0 and abs(acc - cpu_acc) <= 0.5
+sys.exit(0 if ok else 1)
+PY
+}
+step compare.clip compare_clip
 # The GPU run must reach the CPU run's test accuracy (within 0.5 points).
 compare_lenet() {
   host_env "$PY" - "$OUT" <<'PY'
