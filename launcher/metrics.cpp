@@ -70,7 +70,8 @@ void RunRecords::loss_scale(const nlohmann::json& record) {
 
 void RunRecords::grad_clip(const nlohmann::json& record) {
   write(record);
-  if (events_) events_->scalars(record.at("step").get<int64_t>(), tagged(record, {{"clipped_steps", "train/clipped_steps"}}));
+  if (events_)
+    events_->scalars(record.at("step").get<int64_t>(), tagged(record, {{"clipped_steps", "train/clipped_steps"}}));
 }
 
 void RunRecords::step(int64_t step, const LossStats& so_far, double lr, std::optional<double> grad_norm) {

@@ -71,9 +71,10 @@ TEST_CASE("clipping matches torch.nn.utils.clip_grad_norm_ then torch.optim", "[
   sgd.momentum = 0.9f;
   sgd.weight_decay = 0.01f;
   int64_t clipped = -1;
-  check(run(sgd, 0.5f, &clipped), {{0.741619885f, {0.492758006f, -0.985516012f, 1.97777402f, 0.222782046f, 3.03070998f}},
-                                   {0.474868417f, {0.490747452f, -1.01149487f, 1.93079293f, 0.197063103f, 3.05331826f}},
-                                   {5.5f, {0.470265388f, -1.04295528f, 1.91385186f, 0.169173539f, 3.03424883f}}});
+  check(run(sgd, 0.5f, &clipped),
+        {{0.741619885f, {0.492758006f, -0.985516012f, 1.97777402f, 0.222782046f, 3.03070998f}},
+         {0.474868417f, {0.490747452f, -1.01149487f, 1.93079293f, 0.197063103f, 3.05331826f}},
+         {5.5f, {0.470265388f, -1.04295528f, 1.91385186f, 0.169173539f, 3.03424883f}}});
   CHECK(clipped == 2);  // steps 1 and 3; step 2's norm is under the limit
   OptimizerConfig adam;
   adam.name = "adam";
@@ -91,7 +92,7 @@ TEST_CASE("clipping off leaves updates unchanged, a limit above every norm too",
   for (size_t s = 0; s < off.size(); ++s) CHECK(off[s].p == high[s].p);  // bitwise: the factor is exactly 1
 }
 
-TEST_CASE("clip coefficient: PyTorch's max / (norm + 1e-6) below 1, else 1; inf/NaN norms untouched", "[clip]") {
+TEST_CASE("clip coefficient: PyTorch's max / (norm + 1e-6) below 1, else 1, and 1 for inf/NaN norms", "[clip]") {
   CHECK(clip_coefficient(0.f, 1.f) == 1.f);
   CHECK(clip_coefficient(0.5f, 1.f) == 1.f);
   CHECK(clip_coefficient(1.f, 1.f) == 1.f / (1.f + kClipEpsilon));
