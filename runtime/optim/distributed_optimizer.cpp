@@ -135,7 +135,10 @@ void DistributedOptimizer::step(float lr) {
   } else {
     reducer_->finish();
     if (options_.max_grad_norm > 0.f) {  // the same sum on every rank: no collective
+      const auto n0 = Timeline::Clock::now();
       const double sumsq = sum_of_squares_cpu(params_.grads().data<float>(), params_.padded_numel());
+      if (options_.timeline)
+        options_.timeline->span("gradient norm", "optimizer", Timeline::kCompute, n0, Timeline::Clock::now());
       last_grad_norm_ = static_cast<float>(std::sqrt(sumsq) * static_cast<double>(scale));
       const float coef = clip_coefficient(last_grad_norm_, options_.max_grad_norm);
       if (coef < 1.f) {
