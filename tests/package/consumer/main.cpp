@@ -1,6 +1,7 @@
 // A user's data-parallel training program on an installed liblockstep: an MLP
 // built layer by layer (as in README's "Using the library") trained with a
-// DistributedOptimizer, gradients averaged in buckets during backward, on a
+// DistributedOptimizer, gradients averaged in buckets during backward and
+// clipped to a global norm (DistributedOptions::max_grad_norm), on a
 // synthetic task every rank generates alike (a fixed random linear teacher);
 // each rank trains on its shard of the global batch. Then a built-in model
 // from the registry (lockstep::models) runs a forward pass.
@@ -27,6 +28,7 @@ using namespace lockstep;
 namespace {
 
 constexpr int64_t kFeatures = 32, kClasses = 4, kGlobalBatch = 64, kSteps = 40;
+constexpr float kMaxGradNorm = 0.3f;  // under every step's norm here: each update is clipped
 
 // Sample i of the task: x ~ N(0, 1)^kFeatures, label = argmax of teacher * x.
 struct Task {
@@ -64,7 +66,9 @@ int run(int argc, char** argv) {
   net.add(std::make_unique<Linear>(64, kClasses));
   Model model("consumer-mlp", std::move(net), Shape{1, 1, kFeatures}, kClasses, /*seed=*/100 + rank);
   auto opt = make_optimizer(model.params(), OptimizerConfig{});
-  DistributedOptimizer dopt(*opt, model.params(), *comm);
+  DistributedOptions options;
+  options.max_grad_norm = kMaxGradNorm;
+  DistributedOptimizer dopt(*opt, model.params(), *comm, options);
   dopt.broadcast_state(0);  // every replica starts from rank 0's weights (seeds differ on purpose)
   model.net().set_grad_ready_hook([&](int64_t end) { dopt.on_gradients_ready(end); });
 
@@ -106,10 +110,14 @@ int run(int argc, char** argv) {
     if (flag.data<float>()[0] != 0) return std::fprintf(stderr, "consumer: replicas differ after training\n"), 1;
     if (!(last < 0.5 * first))
       return std::fprintf(stderr, "consumer: loss %.4f -> %.4f did not halve\n", first, last), 1;
+    if (dopt.clipped_steps() == 0)
+      return std::fprintf(stderr, "consumer: no step clipped (last norm %.4f)\n", dopt.last_grad_norm()), 1;
     if (out.shape() != Shape{2, 10})
       return std::fprintf(stderr, "consumer: lenet gave %s\n", out.shape().str().c_str()), 1;
-    std::printf("consumer: ok on %d ranks: loss %.4f -> %.4f in %lld steps, replicas identical, lenet -> %s\n", size,
-                first, last, static_cast<long long>(kSteps), out.shape().str().c_str());
+    std::printf("consumer: ok on %d ranks: loss %.4f -> %.4f in %lld steps (%lld clipped), replicas identical, "
+                "lenet -> %s\n",
+                size, first, last, static_cast<long long>(kSteps), static_cast<long long>(dopt.clipped_steps()),
+                out.shape().str().c_str());
   }
   return 0;
 }
