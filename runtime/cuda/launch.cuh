@@ -1,5 +1,6 @@
 // Launch geometry shared by the GPU kernels (.cu files only): the block size,
-// the grid cap for grid-stride loops, and the loop's index helpers.
+// the grid cap for grid-stride loops, the loop's index helpers, and the
+// block's tree sum.
 #pragma once
 
 #include <algorithm>
@@ -30,5 +31,17 @@ struct StrideMod {
     if (value >= n) value -= n;
   }
 };
+
+// Tree sum over one value per thread in shared memory `s` [kThreads], filled
+// and then __syncthreads()'d by the caller; all kThreads threads must call it.
+// The sum is in s[0] on return (visible to every thread). A fixed order: the
+// same inputs give the same sum on every run and every GPU.
+template <typename T>
+__device__ void block_sum(T* s) {
+  for (int half = kThreads / 2; half > 0; half >>= 1) {
+    if (static_cast<int>(threadIdx.x) < half) s[threadIdx.x] += s[threadIdx.x + half];
+    __syncthreads();
+  }
+}
 
 }  // namespace lockstep::cuda

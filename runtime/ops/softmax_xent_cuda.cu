@@ -28,6 +28,7 @@
 namespace lockstep::ops {
 namespace {
 
+using cuda::block_sum;
 using cuda::kThreads;
 using cuda::load;
 using cuda::store;
@@ -42,17 +43,6 @@ void check_args(int64_t b, int64_t c, float smoothing) {
     throw_error(__FILE__, __LINE__, "label smoothing " + std::to_string(smoothing) + " outside [0, 1)");
   if (b > 0 && c < 1)
     throw_error(__FILE__, __LINE__, "softmax cross-entropy over " + std::to_string(c) + " classes");
-}
-
-// Tree sum over one value per thread in shared memory `s` [kThreads], filled
-// and then __syncthreads()'d by the caller; all kThreads threads must call it.
-// The sum is in s[0] on return (visible to every thread).
-template <typename T>
-__device__ void block_sum(T* s) {
-  for (int half = kThreads / 2; half > 0; half >>= 1) {
-    if (static_cast<int>(threadIdx.x) < half) s[threadIdx.x] += s[threadIdx.x + half];
-    __syncthreads();
-  }
 }
 
 // Row max and its first index. Every thread starts from (z[0], 0) and takes

@@ -15,18 +15,6 @@ __global__ void flag_nonfinite_kernel(int64_t n, const float* g, LossScaleState*
   if (bad) state->found_nonfinite = 1;
 }
 
-// Tree over a block's kThreads values in shared memory; thread 0 gets the sum.
-__device__ double block_tree_sum(double v) {
-  __shared__ double part[cuda::kThreads];
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int half = cuda::kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
-  }
-  return part[0];
-}
-
 // Launched with exactly kSumsqBlocks x kThreads: the loop's order is fixed.
 __global__ void sumsq_blocks_kernel(int64_t n, const float* g, double* partials) {
   double acc = 0.0;
@@ -34,16 +22,22 @@ __global__ void sumsq_blocks_kernel(int64_t n, const float* g, double* partials)
     const double v = g[i];
     acc += v * v;
   }
-  const double s = block_tree_sum(acc);
-  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+  __shared__ double part[cuda::kThreads];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  cuda::block_sum(part);
+  if (threadIdx.x == 0) partials[blockIdx.x] = part[0];
 }
 
 // One block of kThreads: each thread adds its blocks' sums in order, then a tree.
 __global__ void sumsq_finish_kernel(const double* partials, LossScaleState* state) {
   double acc = 0.0;
   for (int b = threadIdx.x; b < kSumsqBlocks; b += cuda::kThreads) acc += partials[b];
-  const double s = block_tree_sum(acc);
-  if (threadIdx.x == 0) state->grad_sumsq = s;
+  __shared__ double part[cuda::kThreads];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  cuda::block_sum(part);
+  if (threadIdx.x == 0) state->grad_sumsq = part[0];
 }
 
 __global__ void loss_scale_step_kernel(LossScaleState* state, LossScaleConfig config, float lr, const float* lr_dev,

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "bench_args.h"
+#include "bench_stats.h"
 #include "comm/bucket_reducer.h"
 #include "comm/mpi_session.h"
 #include "comm/shm_allreduce.h"
@@ -92,10 +93,7 @@ std::vector<int64_t> many_small_sizes() {
   return s;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 // Seconds the slowest rank took for fn().
 double timed(Communicator& c, const std::function<void()>& fn) {

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "bench_args.h"
+#include "bench_stats.h"
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -30,10 +31,7 @@ namespace {
 constexpr int64_t kMaxSample = int64_t{1} << 24;  // values per sample, as the trainer allows
 constexpr int64_t kMaxBatchValues = int64_t{1} << 31;  // 8 GiB of fp32 input
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using bench::median;
 
 struct Config {
   std::string model;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench_args.h"
+#include "bench_stats.h"
 #include "comm/mpi_session.h"
 #include "core/cpu.h"
 #include "core/error.h"
@@ -71,10 +72,7 @@ Config parse(int argc, char** argv) {
   return c;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using bench::median;
 
 int run(const Config& c, Communicator& comm) {
   const models::ModelInfo& info = models::model_info(c.model);  // InputError naming the known models
