@@ -47,6 +47,7 @@ std::string config_json(const TrainConfig& c) {
                       {"label_smoothing", c.label_smoothing},
                       {"clip_grad_norm", c.clip_grad_norm},
                       {"seed", c.seed},
+                      {"zero_stage", c.zero_stage},
                       {"grad_op", c.grad_op},
                       {"grad_compression", c.grad_compression},
                       {"device", c.device},

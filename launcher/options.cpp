@@ -162,6 +162,10 @@ cxxopts::Options make_options() {
        cxxopts::value<bool>()->default_value("false"))
       ("cudnn-workspace-mb", "GPU: the most scratch memory one cuDNN convolution call may use (MiB); some fast "
        "algorithms (FFT) need gigabytes", s(std::to_string(d.cudnn_workspace_mb)))
+      ("zero-stage", "0, or 1: shard the optimizer state over the ranks (ZeRO-1, as DeepSpeed's stage 1 and "
+       "llm.c's -z 1): gradients are reduce-scattered, each rank updates its 1/N of the parameters with its 1/N of "
+       "the state, then the parameters are allgathered. The same results as 0 (CPU path)",
+       s(std::to_string(d.zero_stage)))
       ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
@@ -449,6 +453,9 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
                  c.cudnn_workspace_mb);
   c.layout = one_of("layout", str("layout"), {"nchw", "nhwc"});
   c.conv_algorithm = one_of("conv-algorithm", str("conv-algorithm"), {"auto", "im2col", "winograd"});
+  c.zero_stage = std::stoi(one_of("zero-stage", str("zero-stage"), {"0", "1"}));
+  LS_CHECK_INPUT(c.zero_stage == 0 || c.device != "cuda",
+                 "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with --device cuda)");
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,

@@ -52,6 +52,7 @@ struct TrainConfig {
   bool decay_bn_bias = true;        // --no-decay-bn-bias: no weight decay on parameters declared decay=false
   float label_smoothing = 0.f;      // cross-entropy target (1 - eps) onehot + eps / classes
   float clip_grad_norm = 0.f;       // > 0: clip the averaged gradient to this global L2 norm (optim/grad_clip.h)
+  int zero_stage = 0;               // 1: optimizer state sharded over the ranks (ZeRO-1, optim/distributed_optimizer.h)
   uint64_t seed = 42;
   // execution
   int threads = 0;  // 0 = cores / local processes

@@ -172,6 +172,7 @@ DistributedOptions Trainer::distributed_options() const {
     o.loss_scaler = dev_->loss_scaler();
   }
   o.max_grad_norm = c_.clip_grad_norm;
+  o.zero_stage = c_.zero_stage;
   return o;
 }
 
@@ -275,7 +276,7 @@ void Trainer::start() {
                                            "then replayed (again after each evaluation)",
                                            DeviceRuntime::kGraphWarmup)
                              : "");
-  if (world > 1 || dev_)
+  if (world > 1 || dev_ || c_.zero_stage)
     log_->info("world: {} rank{} on {} node{}; {}", world, world == 1 ? "" : "s", comm_.nodes(),
                comm_.nodes() == 1 ? "" : "s", dopt_->describe());
   if (resumed_from_)

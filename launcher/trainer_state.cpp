@@ -50,6 +50,7 @@ Fingerprint Trainer::fingerprint() const {
       {"label-smoothing", fmt::format("{}", c_.label_smoothing)},
       {"clip-grad-norm", fmt::format("{}", c_.clip_grad_norm)},
       {"seed", std::to_string(c_.seed)},
+      {"zero-stage", std::to_string(c_.zero_stage)},
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
       {"cuda-graph", c_.cuda_graph ? "on" : "off"},
@@ -79,6 +80,9 @@ void Trainer::sync_buffers() {
 void Trainer::checkpoint() {
   if (c_.checkpoint_dir.empty()) return;
   sync_buffers();  // collective: every rank checkpoints at the same step
+  // --zero-stage 1: the state assembled from the ranks' shards (collective).
+  std::vector<std::pair<std::string, Tensor>> gathered;
+  if (dopt_->sharded()) gathered = dopt_->gather_state();
   if (!rank0()) return;
   CheckpointInfo info;
   if (dev_ && dev_->loss_scaler()) {  // fp16, --cuda-graph or clipping: the applied updates are the optimizer's step count
@@ -98,7 +102,12 @@ void Trainer::checkpoint() {
   info.world_size = comm_.size();
   info.config_json = config_json(c_);
   CollectiveScope scope(&tracker_, CollectiveKind::Checkpoint);
-  const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints);
+  std::vector<std::pair<std::string, Tensor*>> state = opt_->state();
+  if (dopt_->sharded()) {
+    state.clear();
+    for (auto& [name, t] : gathered) state.emplace_back(name, &t);
+  }
+  const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints, state);
   log_->debug("checkpoint {} written", path);
 }
 

@@ -103,14 +103,23 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
 
 std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
                             int keep) {
+  return save_checkpoint(dir, model, opt, info, keep, opt.state());
+}
+
+std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
+                            int keep, const std::vector<std::pair<std::string, Tensor*>>& opt_state) {
+  for (const auto& [name, t] : opt_state)
+    LS_CHECK(t->numel() == model.params().padded_numel(), "save_checkpoint: optimizer state '{}' has {} values, not "
+             "the whole layout's {} (a sharded optimizer's state must be gathered first)", name, t->numel(),
+             model.params().padded_numel());
   std::vector<SafetensorsEntry> entries;
   std::vector<Tensor> host;  // host copies of GPU tensors, alive until written
-  host.reserve(model.state().size() + opt.state().size());
+  host.reserve(model.state().size() + opt_state.size());
   for (const Parameter* p : model.state()) {
     host.push_back(on_host(p->value));
     entries.push_back({"model." + p->name, DType::F32, p->shape, host.back().raw_data()});
   }
-  for (auto& [name, t] : opt.state()) {
+  for (auto& [name, t] : opt_state) {
     host.push_back(on_host(*t));
     entries.push_back({"optimizer." + name, DType::F32, t->shape(), host.back().raw_data()});
   }
@@ -153,6 +162,8 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
 
 std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, Model& model, Optimizer& opt,
                                                        const std::function<void(const std::string&)>& warn) {
+  LS_CHECK(!opt.sharded(), "load_latest_checkpoint: the optimizer is sharded; load into rank 0's optimizer before "
+           "the DistributedOptimizer shards it");
   const std::vector<std::string> files = list_checkpoints(dir);
   if (files.empty()) return std::nullopt;
   // Problems with newer files are reported only when an older one is then

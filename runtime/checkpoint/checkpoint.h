@@ -48,9 +48,13 @@ struct CheckpointInfo {
   int64_t optimizer_steps = -1;
 };
 
-// Returns the path written.
+// Returns the path written. `opt_state`: the optimizer's state tensors in the
+// whole flat layout (by default opt.state(); a sharded optimizer's come from
+// DistributedOptimizer::gather_state()).
 std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
                             int keep);
+std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
+                            int keep, const std::vector<std::pair<std::string, Tensor*>>& opt_state);
 
 struct LoadedCheckpoint {
   std::string path;

@@ -30,14 +30,21 @@ void BucketReducer::reduce(size_t b, Communicator& comm) {
   const Bucket& bucket = buckets_[b];
   const auto t0 = Timeline::Clock::now();
   CollectiveScope scope(options_.tracker, CollectiveKind::Bucket, static_cast<int32_t>(b));
+  const bool scatter = options_.scatter_only;
   if (options_.shm) {
-    options_.shm->reduce(bucket.begin, bucket.end);
+    if (scatter)
+      options_.shm->reduce_scatter(bucket.begin, bucket.end);
+    else
+      options_.shm->reduce(bucket.begin, bucket.end);
   } else {
     Tensor slice = grads_.slice(bucket.begin, Shape{bucket.numel()});
-    comm.allreduce_sum_ordered(slice, options_.wire);
+    if (scatter)
+      comm.reduce_scatter_sum_ordered(slice, options_.wire);
+    else
+      comm.allreduce_sum_ordered(slice, options_.wire);
   }
   if (options_.timeline)
-    options_.timeline->span(fmt::format("allreduce bucket {}", b), "allreduce",
+    options_.timeline->span(fmt::format("{} bucket {}", scatter ? "reduce-scatter" : "allreduce", b), "allreduce",
                             overlapping() ? Timeline::kComm : Timeline::kCompute, t0, Timeline::Clock::now(),
                             fmt::format(R"({{"bucket":{},"bytes":{}}})", b, bucket.numel() * 4));
 }

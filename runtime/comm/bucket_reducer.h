@@ -19,15 +19,14 @@
 
 #include "comm/collective_tracker.h"
 #include "comm/communicator.h"
+#include "comm/ownership.h"
 #include "comm/shm_allreduce.h"
 #include "profiling/timeline.h"
 
 namespace lockstep {
 
-struct Bucket {
-  int64_t begin = 0, end = 0;  // elements of the flat gradient buffer
-  int64_t numel() const { return end - begin; }
-};
+// Elements [begin, end) of the flat gradient buffer.
+using Bucket = ElementRange;
 
 class BucketReducer {
  public:
@@ -37,6 +36,10 @@ class BucketReducer {
     Timeline* timeline = nullptr;  // not owned; may be null
     ShmAllreduce* shm = nullptr;   // not owned; when set (fp32 only), buckets are summed through shared memory
     CollectiveTracker* tracker = nullptr;  // not owned; may be null: each bucket and handoff is reported to it
+    // ZeRO-1: each bucket is only reduce-scattered (comm/ownership.h): the
+    // sums land in the elements this rank owns, which are all its sharded
+    // optimizer updates.
+    bool scatter_only = false;
   };
 
   BucketReducer(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, Options options);

@@ -28,6 +28,9 @@ enum class CollectiveKind : int32_t {
   BatchNormSync,    // batch statistics summed over ranks (--sync-batchnorm), forward or backward
   BufferSync,       // buffers (batch norm running statistics) averaged before evaluation and saving
   Checkpoint,       // not a collective (no seq): rank 0 writing a checkpoint, so reports can say so
+  ParameterGather,  // ZeRO-1: every rank's updated parameters to every rank, after the update
+  GradientNorm,     // ZeRO-1 with clipping: the ranks' partial sums of squares
+  StateGather,      // ZeRO-1: the sharded optimizer state assembled for a checkpoint
 };
 inline bool is_collective(CollectiveKind k) { return k != CollectiveKind::None && k != CollectiveKind::Checkpoint; }
 

@@ -43,6 +43,14 @@ class Communicator {
   // With a 16-bit wire type every contribution and the result are rounded to
   // 16 bits (sums accumulate in fp32); all ranks end with the same values.
   virtual void allreduce_sum_ordered(Tensor& t, WireType wire) = 0;
+  // Its two halves, for a sharded optimizer (ZeRO-1). reduce_scatter: only the
+  // elements this rank owns in t (comm/ownership.h) end with the sums, the
+  // same values allreduce_sum_ordered gives them; the rest are left
+  // unspecified. allgather_owned: every rank's owned elements of t, exactly,
+  // to every rank. Ownership follows the call's range: call both with the
+  // same tensors (e.g. bucket slices).
+  virtual void reduce_scatter_sum_ordered(Tensor& t, WireType wire) = 0;
+  virtual void allgather_owned(Tensor& t) = 0;
   // A communicator over the same ranks whose traffic never mixes with this
   // one's (for a communication thread).
   virtual std::unique_ptr<Communicator> duplicate() const = 0;
@@ -96,6 +104,8 @@ class SingleProcessCommunicator final : public Communicator {
   void allgather(const Tensor& in, Tensor& out) override;
   void barrier() override {}
   void allreduce_sum_ordered(Tensor& t, WireType wire) override { round_to_wire(t, wire); }
+  void reduce_scatter_sum_ordered(Tensor& t, WireType wire) override { round_to_wire(t, wire); }
+  void allgather_owned(Tensor&) override {}
   std::unique_ptr<Communicator> duplicate() const override { return std::make_unique<SingleProcessCommunicator>(); }
 };
 

@@ -192,4 +192,10 @@ std::shared_ptr<SharedMemory> MpiCommunicator::allocate_shared(int64_t bytes) {
 
 void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) { ordered_->run(t, wire); }
 
+void MpiCommunicator::reduce_scatter_sum_ordered(Tensor& t, WireType wire) {
+  ordered_->run(t, wire, OrderedAllreduce::Phases::ReduceScatter);
+}
+
+void MpiCommunicator::allgather_owned(Tensor& t) { ordered_->run(t, WireType::F32, OrderedAllreduce::Phases::Allgather); }
+
 }  // namespace lockstep

@@ -34,6 +34,8 @@ class MpiCommunicator final : public Communicator {
   // allgather, one 1 MB segment at a time. Not safe to call from two threads
   // at once on one communicator.
   void allreduce_sum_ordered(Tensor& t, WireType wire) override;
+  void reduce_scatter_sum_ordered(Tensor& t, WireType wire) override;
+  void allgather_owned(Tensor& t) override;
   std::unique_ptr<Communicator> duplicate() const override;
   // MPI_Win_allocate_shared over this communicator when all ranks share a host.
   std::shared_ptr<SharedMemory> allocate_shared(int64_t bytes) override;

@@ -20,26 +20,30 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/ownership.h"
 
 namespace lockstep {
 
 class OrderedAllreduce {
  public:
-  // Elements per segment: 1 MB of fp32, measured best of 1, 4 and 16 MB for
-  // 4-256 MB buffers at 2 ranks. Segments keep the receive space and
-  // the data being summed in cache (one pass over a 256 MB buffer otherwise
-  // streams it through memory several times).
-  static constexpr int64_t kSegment = int64_t{1} << 18;
+  // Elements per segment (comm/ownership.h). Segments keep the receive space
+  // and the data being summed in cache (one pass over a 256 MB buffer
+  // otherwise streams it through memory several times).
+  static constexpr int64_t kSegment = kReduceSegment;
+  // Both phases, or one half (ZeRO-1): the reduce-scatter leaves the sums in
+  // this rank's chunks only (rounded through the wire type as the allreduce
+  // would); the allgather copies every owner's chunks (fp32) to every rank.
+  enum class Phases { Both, ReduceScatter, Allgather };
   OrderedAllreduce(MPI_Comm comm, int rank, int size);
   OrderedAllreduce(const OrderedAllreduce&) = delete;
   OrderedAllreduce& operator=(const OrderedAllreduce&) = delete;
 
   // t (host, F32) <- the sum of every rank's t, rounded through `wire`.
-  void run(Tensor& t, WireType wire);
+  void run(Tensor& t, WireType wire, Phases phases = Phases::Both);
 
  private:
   // `count` elements at `data`: one segment of the tensor being reduced.
-  void reduce_segment(float* data, int64_t count, WireType wire);
+  void reduce_segment(float* data, int64_t count, WireType wire, Phases phases);
   // Posts receives of recv_count(r) elements at recv_at(r) and sends of
   // send_count(r) from send_at(r) for every other rank r; waits for all.
   template <typename RecvAt, typename RecvCount, typename SendAt, typename SendCount>

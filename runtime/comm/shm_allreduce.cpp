@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "comm/ordered_sum.h"
+#include "comm/ownership.h"
 #include "core/error.h"
 
 namespace lockstep {
 namespace {
 
-// Segment size (elements): each is reduced completely before the next, so its
-// sums are still in cache when the other ranks copy them.
-constexpr int64_t kSegment = int64_t{1} << 18;
+// Segments (comm/ownership.h) are reduced completely one after another, so a
+// segment's sums are still in cache when the other ranks copy them.
 
 // Counter `which` (0 ready, 1 done, 2 copied) of a rank's header, each on its own cache line.
 uint64_t* counter(void* header, int which) { return reinterpret_cast<uint64_t*>(static_cast<char*>(header) + 64 * which); }
@@ -50,24 +50,28 @@ void ShmAllreduce::wait_all(int which, uint64_t seq) {
   }
 }
 
-void ShmAllreduce::reduce(int64_t begin, int64_t end) {
+void ShmAllreduce::run(int64_t begin, int64_t end, bool sum, bool gather) {
   const int N = ranks_;
   std::vector<const float*> src(static_cast<size_t>(N));
-  for (int64_t s0 = begin; s0 < end; s0 += kSegment) {
-    const int64_t len = std::min(kSegment, end - s0);
-    auto first = [&](int r) { return s0 + len * r / N; };
+  for (int64_t s0 = begin; s0 < end; s0 += kReduceSegment) {
+    const int64_t len = std::min(kReduceSegment, end - s0);
+    auto first = [&](int r) { return s0 + len * r / N; };  // comm/ownership.h
     const uint64_t seq = ++seq_;
     publish(0, seq);  // my data for this segment is final
-    wait_all(0, seq);
-    const int64_t mine = first(rank_ + 1) - first(rank_);
-    for (int r = 0; r < N; ++r) src[static_cast<size_t>(r)] = data(r) + first(rank_);
-    sum_in_rank_order(src.data(), N, mine, data(rank_) + first(rank_));
+    if (sum) {
+      wait_all(0, seq);
+      const int64_t mine = first(rank_ + 1) - first(rank_);
+      for (int r = 0; r < N; ++r) src[static_cast<size_t>(r)] = data(r) + first(rank_);
+      sum_in_rank_order(src.data(), N, mine, data(rank_) + first(rank_));
+    }
     publish(1, seq);  // my chunk holds the sums
-    wait_all(1, seq);
-    for (int r = 0; r < N; ++r) {
-      if (r == rank_) continue;
-      const int64_t n = first(r + 1) - first(r);
-      std::memcpy(data(rank_) + first(r), data(r) + first(r), static_cast<size_t>(n) * sizeof(float));
+    if (gather) {
+      wait_all(1, seq);
+      for (int r = 0; r < N; ++r) {
+        if (r == rank_) continue;
+        const int64_t n = first(r + 1) - first(r);
+        std::memcpy(data(rank_) + first(r), data(r) + first(r), static_cast<size_t>(n) * sizeof(float));
+      }
     }
     publish(2, seq);  // I no longer read anyone's data for this segment
   }

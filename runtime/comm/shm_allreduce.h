@@ -28,11 +28,16 @@ class ShmAllreduce {
   // Data of `rank`: the block after the header.
   float* data(int rank) const;
   // Sums elements [begin, end) over ranks; every rank calls with the same ranges.
-  void reduce(int64_t begin, int64_t end);
+  void reduce(int64_t begin, int64_t end) { run(begin, end, true, true); }
+  // The two halves (ZeRO-1, comm/ownership.h): the sums into the chunks this
+  // rank owns only; then every owner's chunks copied to every rank.
+  void reduce_scatter(int64_t begin, int64_t end) { run(begin, end, true, false); }
+  void allgather(int64_t begin, int64_t end) { run(begin, end, false, true); }
   // Returns once every rank has finished reading this rank's data.
   void wait_readers();
 
  private:
+  void run(int64_t begin, int64_t end, bool sum, bool gather);
   void publish(int which, uint64_t seq);
   void wait_all(int which, uint64_t seq);
 

@@ -64,6 +64,9 @@ std::string describe_collective(CollectiveKind kind, int32_t detail) {
     case CollectiveKind::BatchNormSync: return "batch norm statistics (--sync-batchnorm)";
     case CollectiveKind::BufferSync: return "buffer averaging";
     case CollectiveKind::Checkpoint: return "checkpoint writing";
+    case CollectiveKind::ParameterGather: return "parameter allgather (--zero-stage 1)";
+    case CollectiveKind::GradientNorm: return "gradient norm (--zero-stage 1)";
+    case CollectiveKind::StateGather: return "optimizer state gather (--zero-stage 1)";
   }
   return "collective";
 }

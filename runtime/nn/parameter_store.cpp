@@ -40,6 +40,15 @@ void ParameterStore::rebind_grads(Tensor buffer) {
   for (auto& p : params_) p.grad = grads_.slice(p.offset, p.shape);
 }
 
+void ParameterStore::rebind_values(Tensor buffer) {
+  LS_CHECK(finalized_, "rebind_values before finalize");
+  LS_CHECK(buffer.dtype() == DType::F32 && buffer.numel() == padded_numel_, "value buffer must be F32 [{}], got {} {}",
+           padded_numel_, dtype_name(buffer.dtype()), buffer.shape().str());
+  buffer.copy_from(values_);
+  values_ = std::move(buffer);
+  for (auto& p : params_) p.value = values_.slice(p.offset, p.shape);
+}
+
 void ParameterStore::to(const std::shared_ptr<Allocator>& allocator) {
   LS_CHECK(finalized_, "ParameterStore::to before finalize");
   if (padded_numel_ == 0) return;  // nothing to move (a model without buffers)

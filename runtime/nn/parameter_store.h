@@ -38,6 +38,8 @@ class ParameterStore {
   // Moves the gradients into `buffer` ([padded_numel] F32, e.g. memory shared
   // with other processes) and rebinds every parameter's gradient view to it.
   void rebind_grads(Tensor buffer);
+  // The same for the values (ZeRO-1 shares them between the ranks of a host).
+  void rebind_values(Tensor buffer);
   // Moves values and gradients into memory from `allocator` (onto a GPU, or
   // back), rebinding every parameter's views. Off the hot path (synchronous).
   void to(const std::shared_ptr<Allocator>& allocator);

@@ -15,8 +15,6 @@ Adam::Adam(ParameterStore& params, const OptimizerConfig& config)
   LS_CHECK_INPUT(config.beta1 >= 0.f && config.beta1 < 1.f && config.beta2 >= 0.f && config.beta2 < 1.f,
                  "Adam betas ({}, {}) must be in [0, 1)", config.beta1, config.beta2);
   LS_CHECK_INPUT(config.eps > 0.f, "Adam eps {} must be positive", config.eps);
-  m_ = Tensor::zeros(Shape{params.padded_numel()});
-  v_ = Tensor::zeros(Shape{params.padded_numel()});
 }
 
 std::string Adam::describe() const {
@@ -24,13 +22,14 @@ std::string Adam::describe() const {
                      config_.beta2, config_.eps, config_.weight_decay);
 }
 
-std::vector<std::pair<std::string, Tensor*>> Adam::state() { return {{"exp_avg", &m_}, {"exp_avg_sq", &v_}}; }
+std::vector<std::pair<std::string, Tensor*>> Adam::state_slots() { return {{"exp_avg", &m_}, {"exp_avg_sq", &v_}}; }
 
-void Adam::update(int64_t begin, int64_t end, float lr, float scale, bool decay) {
-  float* p = params_.values().data<float>();
-  const float* g = params_.grads().data<float>();
-  float* m = m_.data<float>();
-  float* v = v_.data<float>();
+void Adam::update(int64_t begin, int64_t end, int64_t state_begin, float lr, float scale, bool decay) {
+  const int64_t n = end - begin;
+  float* p = params_.values().data<float>() + begin;
+  const float* g = params_.grads().data<float>() + begin;
+  float* m = m_.data<float>() + state_begin;
+  float* v = v_.data<float>() + state_begin;
   const double t = static_cast<double>(steps_ + 1);
   const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
   const float step_size = static_cast<float>(lr / (1.0 - std::pow(static_cast<double>(b1), t)));
@@ -40,13 +39,13 @@ void Adam::update(int64_t begin, int64_t end, float lr, float scale, bool decay)
   const float shrink = decoupled_ ? 1.f - lr * wd : 1.f;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (gpu_) {
-    adam_update_cuda(end - begin, p + begin, g + begin, m + begin, v + begin, step_size, inv_sqrt_bc2, scale, b1, b2,
+    adam_update_cuda(n, p, g, m, v, step_size, inv_sqrt_bc2, scale, b1, b2,
                      eps, l2, shrink, decoupled_ ? wd : 0.f, loss_scale_, gpu_->raw_stream());
     return;
   }
 #endif
-#pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
-  for (int64_t i = begin; i < end; ++i) {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+  for (int64_t i = 0; i < n; ++i) {
     const float pi = p[i] * shrink;
     const float gi = scale * g[i] + l2 * pi;
     const float mi = b1 * m[i] + (1.f - b1) * gi;

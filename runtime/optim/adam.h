@@ -12,14 +12,14 @@ class Adam final : public Optimizer {
  public:
   Adam(ParameterStore& params, const OptimizerConfig& config);
   std::string describe() const override;
-  std::vector<std::pair<std::string, Tensor*>> state() override;
 
  protected:
-  void update(int64_t begin, int64_t end, float lr, float scale, bool decay) override;
+  std::vector<std::pair<std::string, Tensor*>> state_slots() override;
+  void update(int64_t begin, int64_t end, int64_t state_begin, float lr, float scale, bool decay) override;
 
  private:
   bool decoupled_;  // AdamW
-  Tensor m_, v_;    // [padded_numel] first and second moments
+  Tensor m_, v_;    // [state_numel] first and second moments
 };
 
 }  // namespace lockstep

@@ -59,6 +59,20 @@ std::unique_ptr<ShmAllreduce> share_gradients(ParameterStore& params, Communicat
   return shm;
 }
 
+// Collective. ZeRO-1 with every rank on one host: the parameters move into a
+// shared block per rank too, so the allgather after the update is a copy
+// from the owners' blocks.
+std::unique_ptr<ShmAllreduce> share_parameters(ParameterStore& params, Communicator& comm) {
+  const int64_t bytes = ShmAllreduce::kHeaderBytes + params.padded_numel() * static_cast<int64_t>(sizeof(float));
+  std::shared_ptr<SharedMemory> mem = comm.allocate_shared(bytes);
+  if (!mem) return nullptr;
+  auto shm = std::make_unique<ShmAllreduce>(mem, comm.rank());
+  auto alloc = std::make_shared<BorrowedAllocator>(shm->data(comm.rank()),
+                                                   static_cast<size_t>(params.padded_numel()) * sizeof(float), mem);
+  params.rebind_values(Tensor::zeros(Shape{params.padded_numel()}, DType::F32, alloc));
+  return shm;
+}
+
 }  // namespace
 
 DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm,
@@ -66,6 +80,10 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& param
     : opt_(opt), params_(params), comm_(comm), options_(options) {
   LS_CHECK_INPUT(options.max_grad_norm >= 0.f && std::isfinite(options.max_grad_norm),
                  "--clip-grad-norm {}: must be a finite number >= 0", options.max_grad_norm);
+  LS_CHECK_INPUT(options.zero_stage == 0 || options.zero_stage == 1, "--zero-stage {}: expected 0 or 1",
+                 options.zero_stage);
+  LS_CHECK_INPUT(options.zero_stage == 0 || !params.device().is_cuda(),
+                 "--zero-stage 1: the optimizer state is sharded on the CPU path only, not yet on the GPU");
   std::vector<Bucket> plan = plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes);
   if (params.device().is_cuda()) {
     LS_CHECK(options.gpu != nullptr, "DistributedOptimizer: parameters on {} but no device context",
@@ -83,10 +101,13 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& param
                                 options.timeline, options.tracker});
     return;
   }
+  const bool zero = options.zero_stage == 1;
+  if (zero) scatter_state(plan);
   shm_ = share_gradients(params, comm, options);
+  if (zero && shm_) param_shm_ = share_parameters(params, comm);
   reducer_ = std::make_unique<BucketReducer>(
       comm, params.grads(), std::move(plan),
-      BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get(), options.tracker});
+      BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get(), options.tracker, zero});
 }
 
 void DistributedOptimizer::begin_backward(bool last) {
@@ -111,8 +132,10 @@ void DistributedOptimizer::drain() {
 
 void DistributedOptimizer::broadcast_state(int root) {
   CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
+  LS_CHECK(root == 0 || !opt_.sharded(), "broadcast_state({}): a sharded optimizer's state comes from rank 0", root);
   broadcast_via_host(comm_, params_.values(), root);
-  for (auto& [name, t] : opt_.state()) broadcast_via_host(comm_, *t, root);
+  if (!opt_.sharded())
+    for (auto& [name, t] : opt_.state()) broadcast_via_host(comm_, *t, root);
   Tensor steps = Tensor::zeros(Shape{1}, DType::I64);
   steps.data<int64_t>()[0] = opt_.steps();
   comm_.broadcast(steps, root);
@@ -134,9 +157,10 @@ void DistributedOptimizer::step(float lr) {
 #endif
   } else {
     reducer_->finish();
-    if (options_.max_grad_norm > 0.f) {  // the same sum on every rank: no collective
+    if (options_.max_grad_norm > 0.f) {  // stage 0: the same sum on every rank, no collective
       const auto n0 = Timeline::Clock::now();
-      const double sumsq = sum_of_squares_cpu(params_.grads().data<float>(), params_.padded_numel());
+      const double sumsq = opt_.sharded() ? sharded_sum_of_squares()
+                                          : sum_of_squares_cpu(params_.grads().data<float>(), params_.padded_numel());
       if (options_.timeline)
         options_.timeline->span("gradient norm", "optimizer", Timeline::kCompute, n0, Timeline::Clock::now());
       last_grad_norm_ = static_cast<float>(std::sqrt(sumsq) * static_cast<double>(scale));
@@ -147,13 +171,116 @@ void DistributedOptimizer::step(float lr) {
       }
     }
   }
+  if (param_shm_) {  // the other ranks have copied this rank's parameters of the last step
+    CollectiveScope scope(options_.tracker, CollectiveKind::ParameterGather);
+    param_shm_->wait_readers();
+  }
   const auto t0 = Timeline::Clock::now();
   opt_.step(lr, scale);
   if (options_.timeline)
     options_.timeline->span("optimizer step", "optimizer", Timeline::kCompute, t0, Timeline::Clock::now());
+  if (opt_.sharded()) gather_parameters();
+}
+
+template <typename F>
+void DistributedOptimizer::for_each_owned_in(const Bucket& b, F&& f) const {
+  int64_t packed = 0;
+  for (const ElementRange& o : opt_.owned()) {
+    const int64_t lo = std::max(o.begin, b.begin), hi = std::min(o.end, b.end);
+    if (lo < hi) f(packed + (lo - o.begin), lo - b.begin, hi - lo);
+    packed += o.numel();
+  }
+}
+
+void DistributedOptimizer::scatter_state(const std::vector<Bucket>& plan) {
+  // Rank 0 shards its own state (allocated, e.g. loaded from a checkpoint);
+  // the others receive theirs a bucket at a time, so no rank but 0 ever holds
+  // the whole state.
+  std::vector<std::pair<std::string, Tensor>> whole;
+  if (comm_.rank() == 0)
+    for (auto& [name, t] : opt_.state()) whole.emplace_back(name, *t);
+  opt_.shard(owned_ranges(plan, comm_.rank(), comm_.size()));
+  if (comm_.size() == 1) return;
+  CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
+  const auto mine = opt_.state();
+  int64_t largest = 0;
+  for (const Bucket& b : plan) largest = std::max(largest, b.numel());
+  Tensor scratch = comm_.rank() == 0 ? Tensor() : Tensor::zeros(Shape{largest});
+  for (size_t k = 0; k < mine.size(); ++k)
+    for (const Bucket& b : plan) {
+      Tensor buf = comm_.rank() == 0 ? whole[k].second.slice(b.begin, Shape{b.numel()})
+                                     : scratch.slice(0, Shape{b.numel()});
+      comm_.broadcast(buf, 0);
+      if (comm_.rank() == 0) continue;
+      float* state = mine[k].second->data<float>();
+      const float* from = buf.data<float>();
+      for_each_owned_in(b, [&](int64_t at, int64_t in_bucket, int64_t n) { std::copy_n(from + in_bucket, n, state + at); });
+    }
+}
+
+double DistributedOptimizer::sharded_sum_of_squares() {
+  const float* g = params_.grads().data<float>();
+  double mine = 0;
+  for (const ElementRange& o : opt_.owned()) mine += sum_of_squares_cpu(g + o.begin, o.numel());
+  if (comm_.size() == 1) return mine;
+  CollectiveScope scope(options_.tracker, CollectiveKind::GradientNorm);
+  Tensor in = Tensor::zeros(Shape{1}, DType::F64), all = Tensor::zeros(Shape{comm_.size()}, DType::F64);
+  in.data<double>()[0] = mine;
+  comm_.allgather(in, all);
+  double sum = 0;
+  for (double v : all.span<double>()) sum += v;  // rank order: the same on every rank
+  return sum;
+}
+
+void DistributedOptimizer::gather_parameters() {
+  if (comm_.size() == 1) return;
+  CollectiveScope scope(options_.tracker, CollectiveKind::ParameterGather);
+  const auto t0 = Timeline::Clock::now();
+  for (const Bucket& b : reducer_->buckets()) {  // the ownership of the reduce-scatter
+    if (param_shm_) {
+      param_shm_->allgather(b.begin, b.end);
+    } else {
+      Tensor slice = params_.values().slice(b.begin, Shape{b.numel()});
+      comm_.allgather_owned(slice);
+    }
+  }
+  if (options_.timeline)
+    options_.timeline->span("allgather parameters", "allreduce", Timeline::kCompute, t0, Timeline::Clock::now(),
+                            fmt::format(R"({{"bytes":{}}})", params_.padded_numel() * 4));
+}
+
+std::vector<std::pair<std::string, Tensor>> DistributedOptimizer::gather_state(int root) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  const auto state = opt_.state();
+  if (!opt_.sharded()) {
+    for (auto& [name, t] : state) out.emplace_back(name, *t);
+    return out;
+  }
+  // A bucket at a time: every rank puts its owned parts in, the allgather
+  // completes it, rank `root` keeps it.
+  CollectiveScope scope(options_.tracker, CollectiveKind::StateGather);
+  const std::vector<Bucket>& plan = reducer_->buckets();
+  int64_t largest = 0;
+  for (const Bucket& b : plan) largest = std::max(largest, b.numel());
+  Tensor scratch = Tensor::zeros(Shape{largest});
+  for (auto& [name, t] : state) {
+    Tensor whole = comm_.rank() == root ? Tensor::zeros(Shape{params_.padded_numel()}) : Tensor();
+    for (const Bucket& b : plan) {
+      Tensor buf = scratch.slice(0, Shape{b.numel()});
+      const float* mine = t->data<float>();
+      float* to = buf.data<float>();
+      for_each_owned_in(b, [&](int64_t at, int64_t in_bucket, int64_t n) { std::copy_n(mine + at, n, to + in_bucket); });
+      comm_.allgather_owned(buf);
+      if (whole.defined()) std::copy_n(buf.data<float>(), b.numel(), whole.data<float>() + b.begin);
+    }
+    if (whole.defined()) out.emplace_back(name, std::move(whole));
+  }
+  return out;
 }
 
 std::string DistributedOptimizer::describe() const {
+  const auto n_state = static_cast<double>(opt_.state().size());
+  auto state_mb = [&](int64_t numel) { return n_state * static_cast<double>(numel) * 4 / 1e6; };
   std::string sizes;
   const auto& buckets = this->buckets();
   for (size_t i = 0; i < buckets.size() && i < 8; ++i)
@@ -167,7 +294,12 @@ std::string DistributedOptimizer::describe() const {
                      buckets.size(), buckets.size() == 1 ? "" : "s", sizes, wire,
                      (gpu_reducer_ ? gpu_reducer_->overlapping() : reducer_->overlapping())
                          ? "overlapped with backward"
-                         : "reduced after backward");
+                         : "reduced after backward") +
+         (opt_.sharded() ? fmt::format("; ZeRO-1: optimizer state sharded ({:.1f} of {:.1f} MB here), "
+                                       "parameters allgathered after the update{}",
+                                       state_mb(opt_.state_numel()), state_mb(params_.padded_numel()),
+                                       param_shm_ ? " through shared memory" : "")
+                         : std::string());
 }
 
 }  // namespace lockstep

@@ -29,6 +29,16 @@
 // GPU in the loss scaler's rule, which must then be configured with the same
 // limit.
 //
+// ZeRO-1 (options.zero_stage 1, host parameters): the optimizer is sharded.
+// Each bucket is only reduce-scattered (comm/ownership.h says which rank sums
+// which elements); each rank updates the elements it summed, with optimizer
+// state for those alone (1/N of it), and then the updated parameters are
+// allgathered, through shared memory when the ranks share a host. The sums,
+// the elementwise update and so the parameters are bitwise those of stage 0
+// (with clipping, the norm adds the ranks' partial sums in rank order: equal
+// on every rank, within rounding of stage 0's). The bytes moved are the
+// same: an allreduce is a reduce-scatter and an allgather.
+//
 // Use per step:  begin_backward(last) before each backward (last = the
 // micro-batch whose gradients are reduced), on_gradients_ready from the
 // Sequential's grad-ready hook, step(lr) after the last backward.
@@ -65,6 +75,7 @@ struct DistributedOptions {
   // rule before each update (optim/loss_scaler.h). Not owned.
   LossScaler* loss_scaler = nullptr;
   float max_grad_norm = 0.f;                    // > 0: clip the averaged gradient to this global L2 norm
+  int zero_stage = 0;                           // 1: shard the optimizer state over the ranks (host only)
 };
 
 // Buckets over a parameter store (pure function of the layout and the caps; a
@@ -75,11 +86,18 @@ class DistributedOptimizer {
  public:
   // Collective: every rank constructs it at the same point (with shared memory
   // it maps the host's gradient buffers together and moves this rank's
-  // gradients into its block).
+  // gradients into its block). ZeRO-1: each rank keeps its shard of rank 0's
+  // optimizer state (so load a checkpoint into rank 0's optimizer first).
   DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm, DistributedOptions options = {});
 
-  // Every rank gets rank `root`'s parameters, optimizer state and step count.
+  // Every rank gets rank `root`'s parameters, optimizer state and step count
+  // (ZeRO-1: the state was sharded from rank 0 at construction; root 0 only).
   void broadcast_state(int root = 0);
+  // The optimizer state in the whole flat layout: unsharded, state() itself
+  // on every rank; with ZeRO-1 assembled from every rank's shard, a bucket
+  // at a time, on rank `root` only (collective: every rank calls it; the
+  // others get nothing).
+  std::vector<std::pair<std::string, Tensor>> gather_state(int root = 0);
   // Before each backward: `last` is true for the backward whose gradients
   // step() reduces (with accumulation, only the K-th).
   void begin_backward(bool last);
@@ -103,6 +121,7 @@ class DistributedOptimizer {
   void drain();
   std::string describe() const;
   bool shared_memory() const { return shm_ != nullptr; }
+  bool sharded() const { return opt_.sharded(); }
   Optimizer& optimizer() { return opt_; }
 
  private:
@@ -110,7 +129,20 @@ class DistributedOptimizer {
   ParameterStore& params_;
   Communicator& comm_;
   DistributedOptions options_;
+  // ZeRO-1: rank 0's optimizer state, each rank keeping the part it owns.
+  void scatter_state(const std::vector<Bucket>& plan);
+  // ZeRO-1: f(packed, in_bucket, n) for each part of this rank's owned
+  // elements inside bucket b: n elements at `packed` in the packed state,
+  // at `in_bucket` from the bucket's start.
+  template <typename F>
+  void for_each_owned_in(const Bucket& b, F&& f) const;
+  // ZeRO-1: partial sums of squares over the owned elements, added over ranks in rank order.
+  double sharded_sum_of_squares();
+  // ZeRO-1: every rank's updated (owned) parameters to every rank.
+  void gather_parameters();
+
   std::unique_ptr<ShmAllreduce> shm_;  // before reducer_, which points at it
+  std::unique_ptr<ShmAllreduce> param_shm_;  // ZeRO-1 on one host: the parameters, shared
   std::unique_ptr<BucketReducer> reducer_;       // parameters in host memory
   std::unique_ptr<GpuGradReducer> gpu_reducer_;  // parameters on a GPU
   float last_grad_norm_ = 0.f;

@@ -1,12 +1,15 @@
 // Optimizer interface: an update is one pass over the flat parameter and
 // gradient buffers of a ParameterStore. State tensors (momentum, moments) have
 // the same flat layout, so they can be broadcast and checkpointed as a whole.
+// Sharded (ZeRO-1, shard()): the optimizer updates only the elements this
+// rank owns and keeps state for those alone, packed in buffer order.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "comm/ownership.h"
 #include "nn/parameter_store.h"
 #include "optim/loss_scale_rule.h"
 
@@ -40,8 +43,19 @@ class Optimizer {
   void set_steps(int64_t s) { steps_ = s; }
   virtual std::string describe() const = 0;
   const std::string& name() const { return config_.name; }
-  // Named state tensors ([padded_numel] fp32 each), for broadcast and checkpoints.
-  virtual std::vector<std::pair<std::string, Tensor*>> state() = 0;
+  // Named state tensors ([state_numel()] fp32 each), for broadcast and
+  // checkpoints. Allocated (zero) at their first use: a rank whose optimizer
+  // is sharded before then never holds the whole state.
+  std::vector<std::pair<std::string, Tensor*>> state();
+  // ZeRO-1: from now on update only the `owned` elements of the flat buffers
+  // (sorted, disjoint ranges) and keep only their state: each state tensor
+  // becomes [total owned] with the owned elements' current values (zeros if
+  // it was never allocated), in buffer order. Host state only; once.
+  void shard(const std::vector<ElementRange>& owned);
+  bool sharded() const { return sharded_; }
+  const std::vector<ElementRange>& owned() const { return owned_; }
+  // Elements of each state tensor: padded_numel, or the owned count when sharded.
+  int64_t state_numel() const { return state_numel_; }
   // Parameters on a GPU: moves the state tensors to `gpu`'s device; updates
   // then run as one fused kernel per range on its stream (optim/update_cuda.h).
   void use_gpu(cuda::Context& gpu);
@@ -52,9 +66,12 @@ class Optimizer {
   const OptimizerConfig& config() const { return config_; }
 
  protected:
+  // The state tensors, not yet allocated before state() is first called.
+  virtual std::vector<std::pair<std::string, Tensor*>> state_slots() = 0;
   // Update elements [begin, end) of the flat buffers with gradient = scale * grad;
-  // `decay` tells whether weight decay applies to this range.
-  virtual void update(int64_t begin, int64_t end, float lr, float scale, bool decay) = 0;
+  // their state starts at element `state_begin` of the state tensors; `decay`
+  // tells whether weight decay applies to this range.
+  virtual void update(int64_t begin, int64_t end, int64_t state_begin, float lr, float scale, bool decay) = 0;
 
   ParameterStore& params_;
   OptimizerConfig config_;
@@ -66,8 +83,14 @@ class Optimizer {
   struct Range {
     int64_t begin, end;
     bool decay;
+    int64_t state_begin;
   };
-  std::vector<Range> ranges_;  // contiguous runs of the flat buffer with one decay setting
+  std::vector<Range> ranges_;  // contiguous runs of the flat buffer with one decay setting (owned ones, if sharded)
+  bool sharded_ = false;
+  bool short_ranges_ = false;  // sharded into chunks: step() parallel over ranges
+  bool state_ready_ = false;   // state() has allocated the state tensors
+  std::vector<ElementRange> owned_;  // set by shard()
+  int64_t state_numel_ = 0;
 };
 
 std::unique_ptr<Optimizer> make_optimizer(ParameterStore& params, const OptimizerConfig& config);

@@ -11,7 +11,6 @@ namespace lockstep {
 Sgd::Sgd(ParameterStore& params, const OptimizerConfig& config) : Optimizer(params, config) {
   LS_CHECK_INPUT(config.momentum >= 0.f && config.momentum < 1.f, "--momentum {} must be in [0, 1)", config.momentum);
   LS_CHECK_INPUT(!config.nesterov || config.momentum > 0.f, "Nesterov momentum needs --momentum > 0");
-  if (config.momentum > 0.f) momentum_ = Tensor::zeros(Shape{params.padded_numel()});
 }
 
 std::string Sgd::describe() const {
@@ -19,31 +18,32 @@ std::string Sgd::describe() const {
                      config_.weight_decay);
 }
 
-std::vector<std::pair<std::string, Tensor*>> Sgd::state() {
-  if (!momentum_.defined()) return {};
+std::vector<std::pair<std::string, Tensor*>> Sgd::state_slots() {
+  if (config_.momentum == 0.f) return {};
   return {{"momentum", &momentum_}};
 }
 
-void Sgd::update(int64_t begin, int64_t end, float lr, float scale, bool decay) {
-  float* p = params_.values().data<float>();
-  const float* g = params_.grads().data<float>();
+void Sgd::update(int64_t begin, int64_t end, int64_t state_begin, float lr, float scale, bool decay) {
+  const int64_t n = end - begin;
+  float* p = params_.values().data<float>() + begin;
+  const float* g = params_.grads().data<float>() + begin;
   const float wd = decay ? config_.weight_decay : 0.f, m = config_.momentum;
 #ifdef LOCKSTEP_HAVE_CUDA
   if (gpu_) {
-    sgd_update_cuda(end - begin, p + begin, g + begin, m == 0.f ? nullptr : momentum_.data<float>() + begin, lr, scale,
-                    wd, m, config_.nesterov, loss_scale_, gpu_->raw_stream());
+    sgd_update_cuda(n, p, g, m == 0.f ? nullptr : momentum_.data<float>() + state_begin, lr, scale, wd, m,
+                    config_.nesterov, loss_scale_, gpu_->raw_stream());
     return;
   }
 #endif
   if (m == 0.f) {
-#pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
-    for (int64_t i = begin; i < end; ++i) p[i] -= lr * (scale * g[i] + wd * p[i]);
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+    for (int64_t i = 0; i < n; ++i) p[i] -= lr * (scale * g[i] + wd * p[i]);
     return;
   }
-  float* buf = momentum_.data<float>();
+  float* buf = momentum_.data<float>() + state_begin;
   const bool nesterov = config_.nesterov;
-#pragma omp parallel for simd schedule(static) if (end - begin > (1 << 18))
-  for (int64_t i = begin; i < end; ++i) {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
+  for (int64_t i = 0; i < n; ++i) {
     const float gi = scale * g[i] + wd * p[i];
     const float b = m * buf[i] + gi;
     buf[i] = b;

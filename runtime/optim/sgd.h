@@ -10,13 +10,13 @@ class Sgd final : public Optimizer {
  public:
   Sgd(ParameterStore& params, const OptimizerConfig& config);
   std::string describe() const override;
-  std::vector<std::pair<std::string, Tensor*>> state() override;
 
  protected:
-  void update(int64_t begin, int64_t end, float lr, float scale, bool decay) override;
+  std::vector<std::pair<std::string, Tensor*>> state_slots() override;
+  void update(int64_t begin, int64_t end, int64_t state_begin, float lr, float scale, bool decay) override;
 
  private:
-  Tensor momentum_;  // [padded_numel]
+  Tensor momentum_;  // [state_numel]
 };
 
 }  // namespace lockstep

@@ -7,12 +7,14 @@
 #include "comm/ordered_allreduce.h"
 #include "core/hash.h"
 #include "core/rng.h"
+#include "mpi_batches.h"
 #include "mpi_world.h"
 #include "nn/loss.h"
 #include "optim/distributed_optimizer.h"
 #include "registry.h"
 
 using namespace lockstep;
+using lockstep::testing::make_batch;
 using lockstep::testing::world;
 
 namespace {
@@ -29,14 +31,6 @@ bool same_on_all_ranks(Communicator& c, uint64_t h) {
   for (int64_t x : all.span<int64_t>())
     if (x != all.data<int64_t>()[0]) return false;
   return true;
-}
-
-void make_batch(uint64_t key, int64_t n, Tensor& x, Tensor& y) {
-  x = Tensor::zeros(Shape{n, 1, 28, 28});
-  y = Tensor::zeros(Shape{n}, DType::I32);
-  Rng rng(key);
-  for (float& v : x.span<float>()) v = rng.normal();
-  for (int64_t i = 0; i < n; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(rng.below(10));
 }
 
 // Trains `steps` steps of lenet on per-rank data through the distributed

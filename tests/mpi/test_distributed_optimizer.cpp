@@ -7,12 +7,14 @@
 
 #include "core/hash.h"
 #include "core/rng.h"
+#include "mpi_batches.h"
 #include "mpi_world.h"
 #include "nn/loss.h"
 #include "optim/distributed_optimizer.h"
 #include "registry.h"
 
 using namespace lockstep;
+using lockstep::testing::make_batch;
 using lockstep::testing::world;
 
 namespace {
@@ -31,15 +33,6 @@ bool identical_across_ranks(Communicator& c, const Tensor& t) {
   c.allreduce(mn, ReduceOp::Min);
   c.allreduce(mx, ReduceOp::Max);
   return mn.data<int64_t>()[0] == mx.data<int64_t>()[0];
-}
-
-// A batch of `n` samples whose content depends on `key` (the same key gives the same data).
-void make_batch(uint64_t key, int64_t n, Tensor& x, Tensor& y) {
-  x = Tensor::zeros(Shape{n, 1, 28, 28});
-  y = Tensor::zeros(Shape{n}, DType::I32);
-  Rng rng(key);
-  for (float& v : x.span<float>()) v = rng.normal();
-  for (int64_t i = 0; i < n; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(rng.below(10));
 }
 
 void forward_backward(Model& m, const Tensor& x, const Tensor& y, float scale) {

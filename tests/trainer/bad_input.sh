@@ -313,6 +313,10 @@ row benchmark-target 2 trainer "--benchmark and --target-accuracy: benchmark mod
 row env-benchmark-dataset 2 trainer "--benchmark and --dataset mnist-format: benchmark mode trains on synthetic data shaped for the model (drop --dataset) (set by LOCKSTEP_BENCHMARK, LOCKSTEP_DATASET)" LOCKSTEP_BENCHMARK=true LOCKSTEP_DATASET=mnist-format --
 row env-label-smoothing 2 trainer "LOCKSTEP_LABEL_SMOOTHING=2: --label-smoothing: 2 must be in [0, 1)" LOCKSTEP_LABEL_SMOOTHING=2 -- $SYN
 row env-clip-grad-norm 2 trainer "LOCKSTEP_CLIP_GRAD_NORM=-0.5: --clip-grad-norm: -0.5 must not be negative" LOCKSTEP_CLIP_GRAD_NORM=-0.5 -- $SYN
+row zero-stage-two 2 trainer "--zero-stage: '2' is not one of 0, 1" -- $SYN --zero-stage 2
+row zero-stage-word 2 trainer "--zero-stage: 'on' is not one of 0, 1" -- $SYN --zero-stage on
+row zero-stage-cuda 2 trainer "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with --device cuda)" -- $SYN --zero-stage 1 --device cuda
+row env-zero-stage 2 trainer "LOCKSTEP_ZERO_STAGE=3: --zero-stage: '3' is not one of 0, 1" LOCKSTEP_ZERO_STAGE=3 -- $SYN
 
 # Environment variables.
 row env-batch 2 trainer "LOCKSTEP_BATCH_SIZE=zero: --batch-size: 'zero' is not an integer" LOCKSTEP_BATCH_SIZE=zero -- --dataset synthetic
