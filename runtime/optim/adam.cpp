@@ -3,12 +3,27 @@
 
 #include <cmath>
 
+#include "ops/simd.h"
+
 #ifdef LOCKSTEP_HAVE_CUDA
 #include "cuda/context.h"
 #include "optim/update_cuda.h"
 #endif
 
 namespace lockstep {
+namespace {
+
+// The host update of n elements. Vectorised: this file is compiled with
+// -fno-math-errno (sqrt of a second moment, never negative, has no error to
+// report), without which gcc keeps every sqrt scalar to set errno; and an
+// AVX2 clone where the CPU has it.
+LS_SIMD_CLONES void adam_update_cpu(int64_t n, float* p, const float* g, float* m, float* v, float step_size,
+                                    float inv_sqrt_bc2, float scale, float b1, float b2, float eps, float l2,
+                                    float shrink) {
+  adam_update_cpu(n, p, g, m, v, step_size, inv_sqrt_bc2, scale, b1, b2, eps, l2, shrink);
+}
+
+}  // namespace
 
 Adam::Adam(ParameterStore& params, const OptimizerConfig& config)
     : Optimizer(params, config), decoupled_(config.name == "adamw") {
