@@ -3,7 +3,9 @@
 # a fresh prefix; the installed trainer runs; a separate project (consumer/)
 # finds lockstep with find_package, builds against the installed headers and
 # static libraries, and trains data-parallel at N=1 and N=2 (the same losses:
-# N ranks x B/N equals 1 rank x B, replicas bitwise identical, see main.cpp);
+# N ranks x B/N equals 1 rank x B, replicas bitwise identical, see main.cpp),
+# and at N=2 with the optimizer state sharded (ZeRO-1: the same losses, bit
+# for bit, with half the state);
 # asking for a version the package is not (find_package(lockstep 99)) fails.
 # usage: find_package.sh BUILD_DIR
 set -euo pipefail
@@ -25,8 +27,14 @@ cmake --build "$WORK/build" -j2 > "$WORK/build.log" 2>&1 || { cat "$WORK/build.l
 
 one=$(mpirun -np 1 "$WORK/build/consumer") || fail "the consumer at N=1: $one"
 two=$(mpirun -np 2 "$WORK/build/consumer") || fail "the consumer at N=2: $two"
+zero=$(mpirun -np 2 "$WORK/build/consumer" --zero-stage-1) || fail "the consumer at N=2, ZeRO-1: $zero"
 echo "$one"
 echo "$two"
+echo "$zero"
+[[ $(sed 's/, optimizer state.*//' <<< "$two") == $(sed 's/, optimizer state.*//' <<< "$zero") ]] ||
+  fail "ZeRO-1 trained differently from stage 0 at N=2"
+read -r held all <<< "$(sed -n 's/.*optimizer state \([0-9]*\) of \([0-9]*\) values.*/\1 \2/p' <<< "$zero")"
+((held > 0 && 2 * held <= all + 64)) || fail "ZeRO-1: rank 0 holds $held of $all state values"
 # Losses "a -> b" at N=1 and N=2 agree to rounding (another summation order).
 losses() { sed -n 's/.*: loss \([0-9.]*\) -> \([0-9.]*\) .*/\1 \2/p' <<< "$1"; }
 read -r a1 b1 <<< "$(losses "$one")" && read -r a2 b2 <<< "$(losses "$two")" || fail "no losses printed"

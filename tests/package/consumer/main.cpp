@@ -3,8 +3,9 @@
 // DistributedOptimizer, gradients averaged in buckets during backward and
 // clipped to a global norm (DistributedOptions::max_grad_norm), on a
 // synthetic task every rank generates alike (a fixed random linear teacher);
-// each rank trains on its shard of the global batch. Then a built-in model
-// from the registry (lockstep::models) runs a forward pass.
+// each rank trains on its shard of the global batch; with --zero-stage-1 the
+// optimizer state is sharded over the ranks (DistributedOptions::zero_stage).
+// Then a built-in model from the registry (lockstep::models) runs a forward pass.
 // Prints "consumer: ok ..." on rank 0 and exits 0 when the loss fell and every
 // replica holds the same weights bit for bit; one line and exit 1 otherwise.
 #include <lockstep/comm/mpi_session.h>
@@ -68,6 +69,7 @@ int run(int argc, char** argv) {
   auto opt = make_optimizer(model.params(), OptimizerConfig{});
   DistributedOptions options;
   options.max_grad_norm = kMaxGradNorm;
+  options.zero_stage = argc > 1 && std::strcmp(argv[1], "--zero-stage-1") == 0 ? 1 : 0;
   DistributedOptimizer dopt(*opt, model.params(), *comm, options);
   dopt.broadcast_state(0);  // every replica starts from rank 0's weights (seeds differ on purpose)
   model.net().set_grad_ready_hook([&](int64_t end) { dopt.on_gradients_ready(end); });
@@ -114,9 +116,10 @@ int run(int argc, char** argv) {
       return std::fprintf(stderr, "consumer: no step clipped (last norm %.4f)\n", dopt.last_grad_norm()), 1;
     if (out.shape() != Shape{2, 10})
       return std::fprintf(stderr, "consumer: lenet gave %s\n", out.shape().str().c_str()), 1;
-    std::printf("consumer: ok on %d ranks: loss %.4f -> %.4f in %lld steps (%lld clipped), replicas identical, "
-                "lenet -> %s\n",
+    std::printf("consumer: ok on %d ranks: loss %.9f -> %.9f in %lld steps (%lld clipped), replicas identical, "
+                "optimizer state %lld of %lld values here, lenet -> %s\n",
                 size, first, last, static_cast<long long>(kSteps), static_cast<long long>(dopt.clipped_steps()),
+                static_cast<long long>(opt->state_numel()), static_cast<long long>(model.params().padded_numel()),
                 out.shape().str().c_str());
   }
   return 0;
