@@ -45,32 +45,34 @@ std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_by
 
 namespace {
 
-// Collective. With every rank on one host, maps a shared block per rank for
-// the gradients and moves this rank's gradient buffer into it.
-std::unique_ptr<ShmAllreduce> share_gradients(ParameterStore& params, Communicator& comm, const DistributedOptions& o) {
-  if (!o.shared_memory || o.wire != WireType::F32 || comm.size() == 1) return nullptr;
+// Collective. With every rank on one host: a shared block per rank (a header,
+// then [padded_numel] fp32) and a tensor over this rank's; nothing otherwise.
+std::pair<std::unique_ptr<ShmAllreduce>, Tensor> shared_blocks(const ParameterStore& params, Communicator& comm) {
   const int64_t bytes = ShmAllreduce::kHeaderBytes + params.padded_numel() * static_cast<int64_t>(sizeof(float));
   std::shared_ptr<SharedMemory> mem = comm.allocate_shared(bytes);
-  if (!mem) return nullptr;
+  if (!mem) return {};
   auto shm = std::make_unique<ShmAllreduce>(mem, comm.rank());
   auto alloc = std::make_shared<BorrowedAllocator>(shm->data(comm.rank()),
                                                    static_cast<size_t>(params.padded_numel()) * sizeof(float), mem);
-  params.rebind_grads(Tensor::zeros(Shape{params.padded_numel()}, DType::F32, alloc));
-  return shm;
+  Tensor mine = Tensor::zeros(Shape{params.padded_numel()}, DType::F32, alloc);
+  return {std::move(shm), std::move(mine)};
 }
 
-// Collective. ZeRO-1 with every rank on one host: the parameters move into a
-// shared block per rank too, so the allgather after the update is a copy
-// from the owners' blocks.
+// Collective. Ranks on one host sum the gradients out of each other's blocks:
+// this rank's gradient buffer moves into its block.
+std::unique_ptr<ShmAllreduce> share_gradients(ParameterStore& params, Communicator& comm, const DistributedOptions& o) {
+  if (!o.shared_memory || o.wire != WireType::F32 || comm.size() == 1) return nullptr;
+  auto [shm, mine] = shared_blocks(params, comm);
+  if (shm) params.rebind_grads(std::move(mine));
+  return std::move(shm);
+}
+
+// Collective. ZeRO-1 on one host: the parameters move into shared blocks too,
+// so the allgather after the update is a copy from the owners' blocks.
 std::unique_ptr<ShmAllreduce> share_parameters(ParameterStore& params, Communicator& comm) {
-  const int64_t bytes = ShmAllreduce::kHeaderBytes + params.padded_numel() * static_cast<int64_t>(sizeof(float));
-  std::shared_ptr<SharedMemory> mem = comm.allocate_shared(bytes);
-  if (!mem) return nullptr;
-  auto shm = std::make_unique<ShmAllreduce>(mem, comm.rank());
-  auto alloc = std::make_shared<BorrowedAllocator>(shm->data(comm.rank()),
-                                                   static_cast<size_t>(params.padded_numel()) * sizeof(float), mem);
-  params.rebind_values(Tensor::zeros(Shape{params.padded_numel()}, DType::F32, alloc));
-  return shm;
+  auto [shm, mine] = shared_blocks(params, comm);
+  if (shm) params.rebind_values(std::move(mine));
+  return std::move(shm);
 }
 
 }  // namespace
