@@ -247,7 +247,7 @@ void DistributedOptimizer::gather_parameters() {
     }
   }
   if (options_.timeline)
-    options_.timeline->span("allgather parameters", "allreduce", Timeline::kCompute, t0, Timeline::Clock::now(),
+    options_.timeline->span("allgather parameters", "allgather", Timeline::kCompute, t0, Timeline::Clock::now(),
                             fmt::format(R"({{"bytes":{}}})", params_.padded_numel() * 4));
 }
 

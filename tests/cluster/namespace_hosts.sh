@@ -6,7 +6,8 @@
 #      build, and a third, absent address as failed;
 #   2. lockstep-run --hostfile trains lenet as 2 hosts x 2 ranks, and the final
 #      weights equal those of a 4-rank single-host mpirun of the same
-#      configuration (<= 1e-5 relative);
+#      configuration (<= 1e-5 relative); with --zero-stage 1 (the sharded
+#      optimizer's reduce-scatter and allgather over messages) bitwise equal;
 #   3. a hostfile naming the absent address fails in seconds, before mpirun;
 #   3b. a rank on host b killed with SIGKILL: the job exits non-zero naming
 #      it and every trainer on both hosts is gone within 30 s;
@@ -91,6 +92,15 @@ mpirun -np 4 --oversubscribe "$TRAINER" "${ARGS[@]}" --save-weights "$WORK/one_h
 grep -q "world: 4 ranks on 1 node" "$WORK/one_host.log" || { echo "FAIL: single-host run not 4 ranks"; exit 1; }
 echo -n "2 hosts x 2 ranks vs 4 ranks on one host: "
 "$CMP" "$WORK/one_host.safetensors" "$WORK/two_hosts.safetensors" --rtol 1e-5
+
+# --- 2b. the same across the hosts with the optimizer state sharded (ZeRO-1) ---
+"$RUN" --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" "${ARGS[@]}" --zero-stage 1 \
+  --save-weights "$WORK/two_hosts_zero.safetensors" > "$WORK/two_hosts_zero.log" 2>&1 ||
+  { echo "FAIL: lockstep-run --zero-stage 1 across the namespace hosts"; cat "$WORK/two_hosts_zero.log"; exit 1; }
+grep -q "ZeRO-1: optimizer state sharded .* parameters allgathered after the update$" "$WORK/two_hosts_zero.log" ||
+  { echo "FAIL: no ZeRO-1 over messages in the log"; grep "world:" "$WORK/two_hosts_zero.log"; exit 1; }
+echo -n "2 hosts x 2 ranks, --zero-stage 1 vs 0: "
+"$CMP" "$WORK/two_hosts.safetensors" "$WORK/two_hosts_zero.safetensors" --exact
 
 # --- 3. an absent host fails fast, before mpirun ---
 start=$SECONDS

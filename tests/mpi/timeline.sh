@@ -4,7 +4,9 @@
 # naming the process and threads), hold forward/backward per layer, bucket
 # readiness, allreduces on the communication thread, optimizer steps and data
 # waits; and in most steps an allreduce must start before backward ends
-# (communication overlapped with backward). Small buckets split lenet's
+# (communication overlapped with backward). With --zero-stage 1: reduce-scatter
+# spans on the communication thread and a parameter allgather after each
+# optimizer step. Small buckets split lenet's
 # 0.5 MB of gradients so several can go out during backward.
 # usage: timeline.sh TRAINER [COMPARE_WEIGHTS, unused]
 set -euo pipefail
@@ -47,4 +49,23 @@ for rank, path in enumerate(sys.argv[1:]):
     print(f"rank {rank}: {len(events)} events, {overlapped}/30 steps with an allreduce during backward")
     assert overlapped >= 24, overlapped
 print("timeline ok")
+PY
+
+# --zero-stage 1: buckets are reduce-scattered on the communication thread and
+# each optimizer step is followed by its parameter allgather.
+mpirun -np 2 "$TRAINER" --model lenet --max-steps 10 --threads 1 --no-eval --progress off --zero-stage 1 \
+  --fusion-threshold-mb 0.1 --first-bucket-mb 0.01 --timeline "$WORK/zero.json" > "$WORK/zero.out"
+python3 - "$WORK/zero.rank0.json" "$WORK/zero.rank1.json" <<'PY'
+import json, sys
+for rank, path in enumerate(sys.argv[1:]):
+    events = [e for e in json.load(open(path)) if e["ph"] == "X"]
+    scatter = [e for e in events if e["name"].startswith("reduce-scatter bucket")]
+    assert scatter and all(e["tid"] == 1 and e["cat"] == "allreduce" for e in scatter), "reduce-scatter off the comm thread"
+    assert not [e for e in events if e["name"].startswith("allreduce bucket")], "allreduce at stage 1"
+    steps = sorted(e["ts"] + e["dur"] for e in events if e["name"] == "optimizer step")
+    gathers = sorted(e["ts"] for e in events if e["name"] == "allgather parameters")
+    assert len(steps) == len(gathers) == 10, (len(steps), len(gathers))
+    assert all(g >= s for s, g in zip(steps, gathers)), "an allgather before its optimizer step ended"
+    print(f"rank {rank}: {len(scatter)} reduce-scatter spans, {len(gathers)} parameter allgathers after the steps")
+print("zero timeline ok")
 PY
