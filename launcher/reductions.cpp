@@ -61,7 +61,7 @@ bool CommStatsReducer::sum_on_device(cuda::Context&, double*, int64_t) { return 
 CommStatsReducer::~CommStatsReducer() = default;
 
 void CommStatsReducer::sum(double* values, int64_t n) {
-  if (!buf_.defined() || buf_.numel() < n) buf_ = Tensor::zeros(Shape{n}, DType::F64);
+  if (buf_.numel() < n) buf_ = Tensor::zeros(Shape{n}, DType::F64);
   Tensor t = buf_.narrow_rows(n);
   std::copy_n(values, n, t.data<double>());
   {

@@ -80,9 +80,9 @@ void Trainer::sync_buffers() {
 void Trainer::checkpoint() {
   if (c_.checkpoint_dir.empty()) return;
   sync_buffers();  // collective: every rank checkpoints at the same step
-  // --zero-stage 1: the state assembled from the ranks' shards (collective).
-  std::vector<std::pair<std::string, Tensor>> gathered;
-  if (dopt_->sharded()) gathered = dopt_->gather_state();
+  // The optimizer state in the whole layout (--zero-stage 1: assembled from
+  // the ranks' shards, a collective).
+  std::vector<std::pair<std::string, Tensor>> state = dopt_->gather_state();
   if (!rank0()) return;
   CheckpointInfo info;
   if (dev_ && dev_->loss_scaler()) {  // fp16, --cuda-graph or clipping: the applied updates are the optimizer's step count
@@ -102,12 +102,9 @@ void Trainer::checkpoint() {
   info.world_size = comm_.size();
   info.config_json = config_json(c_);
   CollectiveScope scope(&tracker_, CollectiveKind::Checkpoint);
-  std::vector<std::pair<std::string, Tensor*>> state = opt_->state();
-  if (dopt_->sharded()) {
-    state.clear();
-    for (auto& [name, t] : gathered) state.emplace_back(name, &t);
-  }
-  const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints, state);
+  std::vector<std::pair<std::string, Tensor*>> views;
+  for (auto& [name, t] : state) views.emplace_back(name, &t);
+  const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints, views);
   log_->debug("checkpoint {} written", path);
 }
 

@@ -85,15 +85,14 @@ void OrderedAllreduce::reduce_segment(float* data, int64_t n, WireType wire, Pha
   const int64_t esize = narrow ? 2 : 4;
   const MPI_Datatype type = narrow ? MPI_UINT16_T : MPI_FLOAT;
   // Persistent, pre-touched buffers: fresh ones would page-fault on every call.
-  // (An undefined tensor's nbytes() is that of its default shape, one element.)
-  if (!recv_.defined() || static_cast<int64_t>(recv_.nbytes()) < N * largest * esize)
+  if (static_cast<int64_t>(recv_.nbytes()) < N * largest * esize)
     recv_ = Tensor::zeros(Shape{N * largest * esize}, DType::U8);
   char* slots = static_cast<char*>(recv_.raw_data());
   char* send = reinterpret_cast<char*>(data);
   uint16_t* w16 = nullptr;
   if (narrow) {
-    if (!w16_.defined() || static_cast<int64_t>(w16_.nbytes()) < n * 2) w16_ = Tensor::zeros(Shape{n * 2}, DType::U8);
-    if (!wide_.defined() || static_cast<int64_t>(wide_.nbytes()) < N * largest * 4) wide_ = Tensor::zeros(Shape{N * largest * 4}, DType::U8);
+    if (static_cast<int64_t>(w16_.nbytes()) < n * 2) w16_ = Tensor::zeros(Shape{n * 2}, DType::U8);
+    if (static_cast<int64_t>(wide_.nbytes()) < N * largest * 4) wide_ = Tensor::zeros(Shape{N * largest * 4}, DType::U8);
     w16 = static_cast<uint16_t*>(w16_.raw_data());
     floats_to_wire(data, n, wire, w16);
     send = reinterpret_cast<char*>(w16);

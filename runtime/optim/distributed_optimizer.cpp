@@ -45,6 +45,13 @@ std::vector<Bucket> plan_buckets(const ParameterStore& params, int64_t bucket_by
 
 namespace {
 
+// Elements in the plan's largest bucket (the scratch for state moved a bucket at a time).
+int64_t largest_bucket(const std::vector<Bucket>& plan) {
+  int64_t largest = 0;
+  for (const Bucket& b : plan) largest = std::max(largest, b.numel());
+  return largest;
+}
+
 // Collective. With every rank on one host: a shared block per rank (a header,
 // then [padded_numel] fp32) and a tensor over this rank's; nothing otherwise.
 std::pair<std::unique_ptr<ShmAllreduce>, Tensor> shared_blocks(const ParameterStore& params, Communicator& comm) {
@@ -205,9 +212,7 @@ void DistributedOptimizer::scatter_state(const std::vector<Bucket>& plan) {
   if (comm_.size() == 1) return;
   CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
   const auto mine = opt_.state();
-  int64_t largest = 0;
-  for (const Bucket& b : plan) largest = std::max(largest, b.numel());
-  Tensor scratch = comm_.rank() == 0 ? Tensor() : Tensor::zeros(Shape{largest});
+  Tensor scratch = comm_.rank() == 0 ? Tensor() : Tensor::zeros(Shape{largest_bucket(plan)});
   for (size_t k = 0; k < mine.size(); ++k)
     for (const Bucket& b : plan) {
       Tensor buf = comm_.rank() == 0 ? whole[k].second.slice(b.begin, Shape{b.numel()})
@@ -262,9 +267,7 @@ std::vector<std::pair<std::string, Tensor>> DistributedOptimizer::gather_state(i
   // completes it, rank `root` keeps it.
   CollectiveScope scope(options_.tracker, CollectiveKind::StateGather);
   const std::vector<Bucket>& plan = reducer_->buckets();
-  int64_t largest = 0;
-  for (const Bucket& b : plan) largest = std::max(largest, b.numel());
-  Tensor scratch = Tensor::zeros(Shape{largest});
+  Tensor scratch = Tensor::zeros(Shape{largest_bucket(plan)});
   for (auto& [name, t] : state) {
     Tensor whole = comm_.rank() == root ? Tensor::zeros(Shape{params_.padded_numel()}) : Tensor();
     for (const Bucket& b : plan) {

@@ -35,7 +35,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, std::shared_ptr<Allocator>
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(std::move(allocator), t.nbytes());
+  t.storage_ = std::make_shared<Storage>(std::move(allocator), static_cast<size_t>(shape.numel()) * size_of(dtype));
   return t;
 }
 

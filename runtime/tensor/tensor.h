@@ -30,7 +30,8 @@ class Tensor {
   int64_t size(int dim) const { return shape_[dim]; }
   DType dtype() const { return dtype_; }
   Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
-  int64_t numel() const { return shape_.numel(); }
+  // An undefined tensor has no elements (its default shape alone would say 1).
+  int64_t numel() const { return storage_ ? shape_.numel() : 0; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * size_of(dtype_); }
 
   void* raw_data() const { return static_cast<char*>(storage_->data()) + offset_bytes_; }
