@@ -51,6 +51,13 @@ class Communicator {
   // same tensors (e.g. bucket slices).
   virtual void reduce_scatter_sum_ordered(Tensor& t, WireType wire) = 0;
   virtual void allgather_owned(Tensor& t) = 0;
+  // Asks allreduce_sum_ordered to sum within each host first and then along
+  // the hosts (comm/hierarchical_allreduce.h: less traffic between hosts, the
+  // same values bitwise). Returns whether this communicator can: the MPI one
+  // where the ranks are grouped by host, several on each of several hosts.
+  // Duplicates inherit the choice. Not collective; every rank must choose
+  // the same.
+  virtual bool set_hierarchical_allreduce(bool) { return false; }
   // A communicator over the same ranks whose traffic never mixes with this
   // one's (for a communication thread).
   virtual std::unique_ptr<Communicator> duplicate() const = 0;

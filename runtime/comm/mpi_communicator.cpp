@@ -81,7 +81,7 @@ void MpiSession::abort(int code) {
 
 // ---------------------------------------------------------------- MpiCommunicator
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ranks_per_host) : ranks_per_host_(ranks_per_host) {
   LS_MPI(MPI_Comm_dup(parent, &comm_));
   LS_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   LS_MPI(MPI_Comm_rank(comm_, &rank_));
@@ -90,10 +90,21 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
   LS_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
   LS_MPI(MPI_Comm_rank(local, &local_rank_));
   LS_MPI(MPI_Comm_size(local, &local_size_));
+  // Grouped by host: this host's ranks are [b, b + L), b a multiple of L, the
+  // same L on every host.
+  int span[2] = {rank_, -rank_};  // the host's lowest and (negated) highest rank
+  LS_MPI(MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_INT, MPI_MIN, local));
   LS_MPI(MPI_Comm_free(&local));
+  int per_host[2] = {local_size_, -local_size_};
+  LS_MPI(MPI_Allreduce(MPI_IN_PLACE, per_host, 2, MPI_INT, MPI_MIN, comm_));
+  int grouped = per_host[0] == -per_host[1] && -span[1] - span[0] + 1 == local_size_ && span[0] % local_size_ == 0;
+  LS_MPI(MPI_Allreduce(MPI_IN_PLACE, &grouped, 1, MPI_INT, MPI_LAND, comm_));
   int leader = local_rank_ == 0 ? 1 : 0;
   LS_MPI(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, comm_));
   ordered_ = std::make_unique<OrderedAllreduce>(comm_, rank_, size_);
+  const int L = ranks_per_host_ > 0 ? ranks_per_host_ : local_size_;
+  if (ranks_per_host_ > 0) grouped = size_ % L == 0;
+  if (grouped && L >= 2 && size_ / L >= 2) hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_, L);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -145,7 +156,16 @@ void MpiCommunicator::allgather(const Tensor& in, Tensor& out) {
 
 void MpiCommunicator::barrier() { LS_MPI(MPI_Barrier(comm_)); }
 
-std::unique_ptr<Communicator> MpiCommunicator::duplicate() const { return std::make_unique<MpiCommunicator>(comm_); }
+std::unique_ptr<Communicator> MpiCommunicator::duplicate() const {
+  auto dup = std::make_unique<MpiCommunicator>(comm_, ranks_per_host_);
+  dup->set_hierarchical_allreduce(use_hierarchical_);
+  return dup;
+}
+
+bool MpiCommunicator::set_hierarchical_allreduce(bool on) {
+  use_hierarchical_ = on && hierarchical_;
+  return hierarchical_ != nullptr;
+}
 
 namespace {
 
@@ -190,7 +210,12 @@ std::shared_ptr<SharedMemory> MpiCommunicator::allocate_shared(int64_t bytes) {
   return std::make_shared<MpiSharedMemory>(comm_, bytes);
 }
 
-void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) { ordered_->run(t, wire); }
+void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
+  if (use_hierarchical_)
+    hierarchical_->run(t, wire);
+  else
+    ordered_->run(t, wire);
+}
 
 void MpiCommunicator::reduce_scatter_sum_ordered(Tensor& t, WireType wire) {
   ordered_->run(t, wire, OrderedAllreduce::Phases::ReduceScatter);

@@ -8,13 +8,17 @@
 #include <memory>
 
 #include "comm/communicator.h"
+#include "comm/hierarchical_allreduce.h"
 #include "comm/ordered_allreduce.h"
 
 namespace lockstep {
 
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(MPI_Comm parent);  // duplicates `parent`
+  // Duplicates `parent`. Hosts are found by MPI (MPI_COMM_TYPE_SHARED), or,
+  // with ranks_per_host > 0, taken to be groups of that many consecutive ranks
+  // (tests emulate several hosts on one; only the hierarchical allreduce sees it).
+  explicit MpiCommunicator(MPI_Comm parent, int ranks_per_host = 0);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -36,6 +40,11 @@ class MpiCommunicator final : public Communicator {
   void allreduce_sum_ordered(Tensor& t, WireType wire) override;
   void reduce_scatter_sum_ordered(Tensor& t, WireType wire) override;
   void allgather_owned(Tensor& t) override;
+  // Where the ranks are grouped by host (host h holds ranks [h*L, (h+1)*L)),
+  // at least 2 on each of at least 2 hosts, allreduce_sum_ordered can go in
+  // two levels (comm/hierarchical_allreduce.h). The two halves for ZeRO-1
+  // stay flat.
+  bool set_hierarchical_allreduce(bool on) override;
   std::unique_ptr<Communicator> duplicate() const override;
   // MPI_Win_allocate_shared over this communicator when all ranks share a host.
   std::shared_ptr<SharedMemory> allocate_shared(int64_t bytes) override;
@@ -45,7 +54,10 @@ class MpiCommunicator final : public Communicator {
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, nodes_ = 1;
+  int ranks_per_host_ = 0;  // as given: 0 = the real hosts
   std::unique_ptr<OrderedAllreduce> ordered_;  // allreduce_sum_ordered, with its persistent buffers
+  std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // where the ranks' grouping allows it
+  bool use_hierarchical_ = false;
 };
 
 }  // namespace lockstep

@@ -2,43 +2,12 @@
 #include "comm/ordered_allreduce.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
-#include "comm/mpi_check.h"
+#include "comm/mpi_exchange.h"
 #include "comm/ordered_sum.h"
 #include "comm/wire_convert.h"
 
 namespace lockstep {
-namespace {
-
-// Waits for `reqs` without holding a core for the whole transfer. Open MPI's
-// blocking waits poll for as long as the data takes (its progress loop in
-// user time, epoll in system time): on a slow link that is most of a step,
-// taken from the compute threads that backward runs on while buckets are
-// reduced. So: poll for kSpin (an exchange through shared memory or a fast
-// network is over by then), then test at growing intervals up to kMaxNap.
-// Measured across two namespace hosts on 2 cores, 1 Gbit/s link (2026-11-23):
-// keras-cnn with 1 MB buckets 85.5 -> 72.4 ms per step, resnet50 at 64x64
-// 1332 -> 1153 ms; no change through shared memory (bench_allreduce --path
-// ordered, 4 B to 64 MB) or when nothing overlaps (docs/performance.md).
-void wait_all(std::vector<MPI_Request>& reqs) {
-  using clock = std::chrono::steady_clock;
-  constexpr auto kSpin = std::chrono::microseconds(200);
-  constexpr auto kMaxNap = std::chrono::microseconds(50);
-  const auto start = clock::now();
-  auto nap = std::chrono::microseconds(5);
-  for (;;) {
-    int done = 0;
-    LS_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
-    if (done) return;
-    if (clock::now() - start < kSpin) continue;
-    std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, kMaxNap);
-  }
-}
-
-}  // namespace
 
 OrderedAllreduce::OrderedAllreduce(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {
   reqs_.reserve(static_cast<size_t>(2 * (size - 1)));
@@ -63,18 +32,7 @@ void OrderedAllreduce::run(Tensor& t, WireType wire, Phases phases) {
 template <typename RecvAt, typename RecvCount, typename SendAt, typename SendCount>
 void OrderedAllreduce::exchange(int tag, MPI_Datatype type, RecvAt recv_at, RecvCount recv_count, SendAt send_at,
                                 SendCount send_count) {
-  reqs_.clear();
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    reqs_.emplace_back();
-    LS_MPI(MPI_Irecv(recv_at(r), recv_count(r), type, r, tag, comm_, &reqs_.back()));
-  }
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    reqs_.emplace_back();
-    LS_MPI(MPI_Isend(send_at(r), send_count(r), type, r, tag, comm_, &reqs_.back()));
-  }
-  wait_all(reqs_);
+  exchange_with_all(comm_, rank_, size_, tag, type, recv_at, recv_count, send_at, send_count, reqs_);
 }
 
 void OrderedAllreduce::reduce_segment(float* data, int64_t n, WireType wire, Phases phases) {

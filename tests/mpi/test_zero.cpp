@@ -14,18 +14,11 @@
 #include "registry.h"
 
 using namespace lockstep;
+using lockstep::testing::contribution;
 using lockstep::testing::make_batch;
 using lockstep::testing::world;
 
 namespace {
-
-// This rank's values: deterministic, different on every rank.
-Tensor contribution(int64_t n, int rank, uint64_t key) {
-  Tensor t = Tensor::zeros(Shape{n});
-  Rng rng(rng_key(key, static_cast<uint64_t>(rank)));
-  for (float& v : t.span<float>()) v = rng.normal();
-  return t;
-}
 
 // Elements where a and b differ, counted over the elements `rank` owns (or all).
 int64_t differing(const Tensor& a, const Tensor& b, int rank, int size, bool owned_only) {
