@@ -50,6 +50,7 @@ std::string config_json(const TrainConfig& c) {
                       {"zero_stage", c.zero_stage},
                       {"grad_op", c.grad_op},
                       {"grad_compression", c.grad_compression},
+                      {"hierarchical_allreduce", c.hierarchical_allreduce},
                       {"device", c.device},
                       {"comm", c.comm},
                       {"precision", c.precision},

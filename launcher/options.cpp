@@ -173,6 +173,11 @@ cxxopts::Options make_options() {
       ("no-overlap", "reduce gradients after backward instead of during it", cxxopts::value<bool>()->default_value("false"))
       ("sync-batchnorm", "batch norm layers normalise with the statistics of the whole global batch (all ranks) "
        "instead of each rank's own", cxxopts::value<bool>()->default_value("false"))
+      ("hierarchical-allreduce", "auto, on or off: across hosts, sum the gradients within each host first, then "
+       "along the hosts, so each host's link carries them about once each way instead of 2L(H-1)/H times (L ranks "
+       "on each of H hosts); bitwise the same sums. Needs the ranks grouped by host (mpirun's default), at least 2 "
+       "on each: auto uses it where they are, on also says when they are not",
+       s(d.hierarchical_allreduce))
       ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(d.grad_compression))
       ("collective-timeout", "seconds a collective may wait for other ranks before the job ends naming them (0 = no "
        "watchdog)", f(d.collective_timeout_s))
@@ -465,6 +470,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
                  c.first_bucket_mb);
   c.overlap = !r["no-overlap"].as<bool>();
   c.sync_batchnorm = r["sync-batchnorm"].as<bool>();
+  c.hierarchical_allreduce = one_of("hierarchical-allreduce", str("hierarchical-allreduce"), {"auto", "on", "off"});
   c.collective_timeout_s = flt("collective-timeout");
   LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
                  "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);

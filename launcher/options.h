@@ -72,6 +72,7 @@ struct TrainConfig {
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
   bool overlap = true;              // reduce buckets during backward (--no-overlap)
   bool sync_batchnorm = false;      // batch norm statistics over all ranks' samples, not each rank's
+  std::string hierarchical_allreduce = "auto";  // across hosts, sum within each host, then along them: auto | on | off
   std::string grad_compression = "none";  // none | fp16 | bf16
   float collective_timeout_s = 300.f;     // watchdog: a collective older than this ends the job (0 = off)
   int64_t check_replicas_every = 0;       // steps between parameter checksum comparisons (0 = off)

@@ -184,6 +184,23 @@ void Trainer::start() {
   // Collective: the distributed optimizer maps shared gradient memory when the
   // ranks share a host.
   if (dev_) dev_->connect(comm_);  // collective: the NCCL communicator (--comm nccl)
+  // Chosen before the distributed optimizer duplicates the communicator; the
+  // same answer on every rank (the grouping is agreed when it is made). Only
+  // an explicit "on" explains when it does not apply.
+  hierarchical_ = false;
+  if (c_.hierarchical_allreduce != "off") {
+    std::string why_not;
+    if (dev_ && dev_->comm_mode() == "nccl")
+      why_not = "no effect with NCCL (it chooses its own algorithm across hosts)";
+    else if (c_.zero_stage == 1)
+      why_not = "no effect with --zero-stage 1 (its reduce-scatter and allgather stay flat)";
+    else if (!comm_.set_hierarchical_allreduce(true))
+      why_not = comm_.nodes() == 1 ? "not used: every rank is on one host (they sum through shared memory)"
+                                   : "not used: it needs the ranks grouped by host, the same number (at least 2) on "
+                                     "every host, host h holding ranks h*L to h*L+L-1";
+    hierarchical_ = why_not.empty();
+    if (!hierarchical_ && c_.hierarchical_allreduce == "on") hierarchy_note_ = "--hierarchical-allreduce on: " + why_not;
+  }
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
   Sequential& net = model_->net();
   net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });
@@ -277,8 +294,12 @@ void Trainer::start() {
                                            DeviceRuntime::kGraphWarmup)
                              : "");
   if (world > 1 || dev_ || c_.zero_stage)
-    log_->info("world: {} rank{} on {} node{}; {}", world, world == 1 ? "" : "s", comm_.nodes(),
-               comm_.nodes() == 1 ? "" : "s", dopt_->describe());
+    log_->info("world: {} rank{} on {} node{}; {}{}", world, world == 1 ? "" : "s", comm_.nodes(),
+               comm_.nodes() == 1 ? "" : "s", dopt_->describe(),
+               hierarchical_ ? fmt::format("; hierarchical allreduce: within each host, then along {} hosts",
+                                           comm_.nodes())
+                             : "");
+  if (!hierarchy_note_.empty() && comm_.rank() == 0) log_->warn("{}", hierarchy_note_);  // the same on every rank
   if (resumed_from_)
     log_->info("resumed from {} at step {} (epoch {}, step {} of it){}", *resumed_from_, progress_.step,
                progress_.epoch + 1, progress_.step_in_epoch,

@@ -150,6 +150,8 @@ class Trainer {
   std::function<int()> stop_source_;
   int64_t replica_checks_ = 0;  // passed so far
   std::unique_ptr<StatsReducer> bn_sync_;  // --sync-batchnorm with more than one rank
+  bool hierarchical_ = false;              // gradients summed within hosts, then along them
+  std::string hierarchy_note_;             // why --hierarchical-allreduce on does not apply (empty: it does)
 };
 
 }  // namespace lockstep

@@ -53,6 +53,7 @@ Fingerprint Trainer::fingerprint() const {
       {"zero-stage", std::to_string(c_.zero_stage)},
       {"grad-op", c_.grad_op},
       {"grad-compression", c_.grad_compression},
+      {"hierarchical-allreduce", c_.hierarchical_allreduce},
       {"cuda-graph", c_.cuda_graph ? "on" : "off"},
       {"conv-algorithm", c_.conv_algorithm},
       {"cudnn-benchmark", c_.cudnn_benchmark ? "on" : "off"},

@@ -1,13 +1,15 @@
 // bench_allreduce: allreduce sweep in the nccl-tests style, run under mpirun.
-//   mpirun -np 2 bench_allreduce -b 4 -e 256M -f 2 [--path mpi|ordered|shm] [--wire fp16|bf16] [-w 5] [-n 20]
+//   mpirun -np 2 bench_allreduce -b 4 -e 256M -f 2 [--path mpi|ordered|hierarchical|shm] [--wire fp16|bf16] [-w 5] [-n 20]
 // For each size from -b to -e bytes (x -f): warm-up, then timed in-place sums
 // of fp32 data; columns size, count, time (us, median over ranks' max),
 // algbw = size / time, busbw = algbw * 2(N-1)/N (GB/s), and #wrong: elements
 // that differ from the closed-form sum (inputs are small integers, exact in
 // fp32). --path mpi is MPI_Allreduce; ordered is lockstep's message-passing
-// ordered allreduce; shm is lockstep's shared-memory path (ranks on one host;
+// ordered allreduce; hierarchical is the same sums in two levels, within and
+// across hosts (comm/hierarchical_allreduce.h; several ranks on each of
+// several hosts); shm is lockstep's shared-memory path (ranks on one host;
 // the buffer then lives in the host's shared window). --wire fp16 or bf16
-// (ordered path only) sends 16-bit values, as --grad-compression does; sizes
+// (ordered and hierarchical paths) sends 16-bit values, as --grad-compression does; sizes
 // and bandwidths stay those of the fp32 data (the wire carries half the
 // bytes), and the inputs stay exact. The buffer is allocated once and touched
 // before timing.
@@ -33,7 +35,7 @@ using namespace lockstep;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: mpirun -np N bench_allreduce [-b 4] [-e 256M] [-f 2] [-w 5] [-n 20] [--path mpi|ordered|shm]\n"
+    "usage: mpirun -np N bench_allreduce [-b 4] [-e 256M] [-f 2] [-w 5] [-n 20] [--path mpi|ordered|hierarchical|shm]\n"
     "                                   [--wire f32|fp16|bf16]\n"
     "  -b BYTES   smallest size (K, M, G: binary units; 1 byte to 64G)\n"
     "  -e BYTES   largest size, at least -b\n"
@@ -41,8 +43,9 @@ constexpr const char* kUsage =
     "  -w N       warm-up iterations per size (0 or more)\n"
     "  -n N       timed iterations per size (1 or more)\n"
     "  --path P   mpi: MPI_Allreduce; ordered (or lockstep): lockstep's ordered allreduce over messages;\n"
+    "             hierarchical: the same sums within hosts, then across them (several ranks per host);\n"
     "             shm: lockstep's shared-memory path (every rank on one host)\n"
-    "  --wire W   ordered path: values on the wire (fp16, bf16: as --grad-compression; sizes stay fp32's)\n";
+    "  --wire W   ordered and hierarchical paths: values on the wire (fp16, bf16: as --grad-compression; sizes stay fp32's)\n";
 
 constexpr int64_t kMaxBytes = int64_t{64} << 30;
 constexpr int kMaxSizes = 1000;
@@ -70,14 +73,14 @@ Config parse(int argc, char** argv) {
   if (kv.has("-w")) c.warmup = static_cast<int>(bench::int_argument("-w", kv.at("-w"), 0, kMaxIterations));
   if (kv.has("-n")) c.iters = static_cast<int>(bench::int_argument("-n", kv.at("-n"), 1, kMaxIterations));
   if (kv.has("--path")) {
-    c.path = bench::one_of("--path", kv.at("--path"), {"mpi", "ordered", "lockstep", "shm"});
+    c.path = bench::one_of("--path", kv.at("--path"), {"mpi", "ordered", "lockstep", "hierarchical", "shm"});
     if (c.path == "lockstep") c.path = "ordered";  // the path's first name
   }
   if (kv.has("--wire")) {
     c.wire_name = bench::one_of("--wire", kv.at("--wire"), {"f32", "fp16", "bf16"});
     c.wire = c.wire_name == "fp16" ? WireType::F16 : c.wire_name == "bf16" ? WireType::BF16 : WireType::F32;
-    if (c.wire != WireType::F32 && c.path != "ordered")
-      bench::bad_argument("--wire {} needs --path ordered (the other paths are fp32)", c.wire_name);
+    if (c.wire != WireType::F32 && c.path != "ordered" && c.path != "hierarchical")
+      bench::bad_argument("--wire {} needs --path ordered or hierarchical (the other paths are fp32)", c.wire_name);
   }
   if (c.lo > c.hi)
     bench::bad_argument("-b {} is larger than -e {}", kv.has("-b") ? kv.at("-b") : "4",
@@ -115,6 +118,12 @@ int main(int argc, char** argv) {
     buf = Tensor::zeros(Shape{max_count}, DType::F32, std::make_shared<BorrowedAllocator>(shm->data(rank), max_count * 4, mem));
   } else {
     buf = Tensor::zeros(Shape{max_count});  // zero-filled: every page touched
+  }
+  if (path == "hierarchical" && !comm->set_hierarchical_allreduce(true)) {  // the same answer on every rank
+    if (rank == 0)
+      std::fprintf(stderr, "bench_allreduce: --path hierarchical needs the ranks grouped by host, at least 2 on each "
+                           "of at least 2 hosts (%d ranks on %d host%s here)\n", N, comm->nodes(), comm->nodes() == 1 ? "" : "s");
+    return bench::kBadArguments;
   }
   if (rank == 0) {
     std::printf("# lockstep allreduce sweep: %d ranks, path %s, fp32 sum in place, wire %s, %d warm-up + %d timed\n",

@@ -67,10 +67,11 @@ row allreduce-text-n bench_allreduce "-n must be an integer from 1 to 1000000, g
 row allreduce-trailing bench_allreduce "-n needs a value" -b 4 -n
 row allreduce-unknown-key bench_allreduce "unknown option '--bytes' (see --help)" --bytes 4
 row allreduce-positional bench_allreduce "unexpected argument '4M' (see --help)" -b 4 4M
-row allreduce-unknown-path bench_allreduce "--path must be one of mpi, ordered, lockstep, shm, got 'nccl'" --path nccl
+row allreduce-unknown-path bench_allreduce "--path must be one of mpi, ordered, lockstep, hierarchical, shm, got 'nccl'" --path nccl
 row allreduce-lo-above-hi bench_allreduce "-b 1M is larger than -e 4K" -b 1M -e 4K
 row allreduce-unknown-wire bench_allreduce "--wire must be one of f32, fp16, bf16, got 'fp8'" --path ordered --wire fp8
-row allreduce-wire-mpi-path bench_allreduce "--wire fp16 needs --path ordered (the other paths are fp32)" --wire fp16
+row allreduce-wire-mpi-path bench_allreduce "--wire fp16 needs --path ordered or hierarchical (the other paths are fp32)" --wire fp16
+start mpi allreduce-hierarchical-one-host bench_allreduce "--path hierarchical needs the ranks grouped by host, at least 2 on each of at least 2 hosts (2 ranks on 1 host here)" --path hierarchical
 start mpi allreduce-mpirun-np2 bench_allreduce "-f must be a number > 1, got '1'" -f 1
 
 # bench_fusion

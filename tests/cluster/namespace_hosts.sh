@@ -4,10 +4,14 @@
 # sshd on its address, root key-based ssh. Then:
 #   1. lockstep-run --check reports both hosts reachable with this trainer
 #      build, and a third, absent address as failed;
-#   2. lockstep-run --hostfile trains lenet as 2 hosts x 2 ranks, and the final
-#      weights equal those of a 4-rank single-host mpirun of the same
-#      configuration (<= 1e-5 relative); with --zero-stage 1 (the sharded
-#      optimizer's reduce-scatter and allgather over messages) bitwise equal;
+#   2. lockstep-run --hostfile trains lenet as 2 hosts x 2 ranks (the
+#      gradients summed within each host, then along the hosts: the
+#      hierarchical allreduce, used by default where it applies), and the
+#      final weights equal those of a 4-rank single-host mpirun of the same
+#      configuration bitwise (every path sums in rank order; that run, asked
+#      for the hierarchical allreduce explicitly, says it cannot use it); with --zero-stage 1 (the
+#      sharded optimizer's reduce-scatter and allgather over messages) and with
+#      --hierarchical-allreduce off (the flat exchange) bitwise equal;
 #   3. a hostfile naming the absent address fails in seconds, before mpirun;
 #   3b. a rank on host b killed with SIGKILL: the job exits non-zero naming
 #      it and every trainer on both hosts is gone within 30 s;
@@ -86,12 +90,16 @@ start=$SECONDS
   { echo "FAIL: lockstep-run across the namespace hosts"; cat "$WORK/two_hosts.log"; exit 1; }
 echo "2 hosts x 2 ranks: $((SECONDS - start)) s"
 grep -E "world:|Average" "$WORK/two_hosts.log"
-grep -q "world: 4 ranks on 2 nodes" "$WORK/two_hosts.log" || { echo "FAIL: not 4 ranks on 2 nodes"; exit 1; }
-mpirun -np 4 --oversubscribe "$TRAINER" "${ARGS[@]}" --save-weights "$WORK/one_host.safetensors" \
-  > "$WORK/one_host.log" 2>&1 || { echo "FAIL: 4-rank single-host run"; cat "$WORK/one_host.log"; exit 1; }
+grep -q "world: 4 ranks on 2 nodes; .*hierarchical allreduce: within each host, then along 2 hosts$" \
+  "$WORK/two_hosts.log" || { echo "FAIL: not 4 ranks on 2 nodes, summed hierarchically"; exit 1; }
+mpirun -np 4 --oversubscribe "$TRAINER" "${ARGS[@]}" --hierarchical-allreduce on \
+  --save-weights "$WORK/one_host.safetensors" > "$WORK/one_host.log" 2>&1 ||
+  { echo "FAIL: 4-rank single-host run"; cat "$WORK/one_host.log"; exit 1; }
 grep -q "world: 4 ranks on 1 node" "$WORK/one_host.log" || { echo "FAIL: single-host run not 4 ranks"; exit 1; }
+grep -q "warning.*--hierarchical-allreduce on: not used: every rank is on one host" "$WORK/one_host.log" ||
+  { echo "FAIL: the single-host run did not say it cannot sum hierarchically"; cat "$WORK/one_host.log"; exit 1; }
 echo -n "2 hosts x 2 ranks vs 4 ranks on one host: "
-"$CMP" "$WORK/one_host.safetensors" "$WORK/two_hosts.safetensors" --rtol 1e-5
+"$CMP" "$WORK/one_host.safetensors" "$WORK/two_hosts.safetensors" --exact
 
 # --- 2b. the same across the hosts with the optimizer state sharded (ZeRO-1) ---
 "$RUN" --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" "${ARGS[@]}" --zero-stage 1 \
@@ -101,6 +109,15 @@ grep -q "ZeRO-1: optimizer state sharded .* parameters allgathered after the upd
   { echo "FAIL: no ZeRO-1 over messages in the log"; grep "world:" "$WORK/two_hosts_zero.log"; exit 1; }
 echo -n "2 hosts x 2 ranks, --zero-stage 1 vs 0: "
 "$CMP" "$WORK/two_hosts.safetensors" "$WORK/two_hosts_zero.safetensors" --exact
+
+# --- 2c. the same across the hosts with the flat exchange ---
+"$RUN" --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" "${ARGS[@]}" --hierarchical-allreduce off \
+  --save-weights "$WORK/two_hosts_flat.safetensors" > "$WORK/two_hosts_flat.log" 2>&1 ||
+  { echo "FAIL: lockstep-run --hierarchical-allreduce off across the namespace hosts"; cat "$WORK/two_hosts_flat.log"; exit 1; }
+grep "world: 4 ranks on 2 nodes" "$WORK/two_hosts_flat.log" | grep -qv "hierarchical allreduce" ||
+  { echo "FAIL: --hierarchical-allreduce off not flat"; grep "world:" "$WORK/two_hosts_flat.log"; exit 1; }
+echo -n "2 hosts x 2 ranks, hierarchical (default) vs --hierarchical-allreduce off: "
+"$CMP" "$WORK/two_hosts.safetensors" "$WORK/two_hosts_flat.safetensors" --exact
 
 # --- 3. an absent host fails fast, before mpirun ---
 start=$SECONDS

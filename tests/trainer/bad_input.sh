@@ -317,6 +317,8 @@ row zero-stage-two 2 trainer "--zero-stage: '2' is not one of 0, 1" -- $SYN --ze
 row zero-stage-word 2 trainer "--zero-stage: 'on' is not one of 0, 1" -- $SYN --zero-stage on
 row zero-stage-cuda 2 trainer "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with --device cuda)" -- $SYN --zero-stage 1 --device cuda
 row env-zero-stage 2 trainer "LOCKSTEP_ZERO_STAGE=3: --zero-stage: '3' is not one of 0, 1" LOCKSTEP_ZERO_STAGE=3 -- $SYN
+row hierarchical-word 2 trainer "--hierarchical-allreduce: 'yes' is not one of auto, on, off" -- $SYN --hierarchical-allreduce yes
+row env-hierarchical 2 trainer "LOCKSTEP_HIERARCHICAL_ALLREDUCE=sometimes: --hierarchical-allreduce: 'sometimes' is not one of auto, on, off" LOCKSTEP_HIERARCHICAL_ALLREDUCE=sometimes -- $SYN
 
 # Environment variables.
 row env-batch 2 trainer "LOCKSTEP_BATCH_SIZE=zero: --batch-size: 'zero' is not an integer" LOCKSTEP_BATCH_SIZE=zero -- --dataset synthetic
