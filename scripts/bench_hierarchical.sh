@@ -12,15 +12,17 @@
 # (synthetic data, 1 thread per rank, the metrics summary's images/s and
 # exposed communication; --models "" skips them). --wire fp16 or bf16 sends
 # 16-bit gradients (bench_allreduce --wire, trainer --grad-compression; no
-# MPI_Allreduce then). Reports medians over rounds and flat / hierarchical.
+# MPI_Allreduce then). --trainer-args adds options to every training run
+# (e.g. "--zero-stage 1"). Reports medians over rounds and flat / hierarchical.
 # With more ranks than cores the training runs are oversubscribed, and say so.
 # Needs root. Last line: JSON.
 # usage: scripts/bench_hierarchical.sh [--hosts 2] [--per-host 2] [--rates "none 1gbit"] [--sizes "4M 64M"]
 #                                      [--models "keras-cnn resnet50"] [--reps 3] [--steps 20] [--wire f32]
+#                                      [--trainer-args "..."]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-HOSTS=2 PER_HOST=2 RATES="none 1gbit" SIZES="4M 64M" MODELS="keras-cnn resnet50" REPS=3 STEPS=20 WIRE=f32
+HOSTS=2 PER_HOST=2 RATES="none 1gbit" SIZES="4M 64M" MODELS="keras-cnn resnet50" REPS=3 STEPS=20 WIRE=f32 TRAINER_ARGS=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hosts) HOSTS=$2; shift 2 ;;
@@ -31,6 +33,7 @@ while [[ $# -gt 0 ]]; do
     --reps) REPS=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --wire) WIRE=$2; shift 2 ;;
+    --trainer-args) TRAINER_ARGS=$2; shift 2 ;;
     *) echo "bench_hierarchical.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -48,15 +51,8 @@ done
 for s in $SIZES; do
   [[ $s =~ ^[0-9]+[KM]?$ ]] || { echo "bench_hierarchical.sh: --sizes: '$s' is not a size like 4M" >&2; exit 2; }
 done
-model_shape() {  # per-rank batch, image size
-  case $1 in
-    lenet | keras-cnn | convnet | mlp) echo "128 28" ;;
-    resnet20 | resnet32 | resnet56) echo "64 32" ;;
-    resnet50) echo "16 64" ;;
-    *) echo "bench_hierarchical.sh: --models: no shape for '$1'" >&2; return 2 ;;
-  esac
-}
-for m in $MODELS; do model_shape "$m" > /dev/null; done
+source "$ROOT/scripts/lib/shaped_hosts.sh"
+for m in $MODELS; do bench_model_shape "$m" > /dev/null; done
 
 [[ -x $BUILD/trainer && -x $BUILD/bench_allreduce && -x $BUILD/lockstep-run ]] ||
   { echo "bench_hierarchical.sh: $BUILD lacks trainer, bench_allreduce or lockstep-run (scripts/build.sh)" >&2; exit 2; }
@@ -73,18 +69,8 @@ RUN=("$BUILD/lockstep-run" -H "${HOSTLIST%,}" --ssh-options "-F $SSH_CONFIG")
 OVER=""
 ((RANKS > $(nproc))) && OVER=" (oversubscribed: $RANKS ranks on $(nproc) cores)"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; $HOSTS hosts x $PER_HOST" \
-     "ranks$OVER; $REPS rounds; wire $WIRE"
+     "ranks$OVER; $REPS rounds; wire $WIRE${TRAINER_ARGS:+; trainer $TRAINER_ARGS}"
 
-set_rate() {  # as scripts/bench_hosts.sh
-  local ns burst
-  for ns in "${NS[@]}"; do
-    ip netns exec "$ns" tc qdisc del dev eth0 root 2> /dev/null || true
-    [[ $1 == none ]] && continue
-    burst=$(python3 -c "import re,sys; n,u=re.fullmatch(r'(\d+)([mg])bit',sys.argv[1]).groups(); \
-print(max(262144, int(int(n)*(1e6 if u=='m' else 1e9)/8*0.004)))" "$1")
-    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$1" burst "$burst" latency 100ms
-  done
-}
 allreduce_ms() {  # size path -> milliseconds (median of 5); fails on a wrong sum
   local wire=()
   [[ $2 != mpi ]] && wire=(--wire "$WIRE")
@@ -95,10 +81,10 @@ allreduce_ms() {  # size path -> milliseconds (median of 5); fails on a wrong su
 }
 train() {  # model extra-args... -> "img/s exposed"
   local model=$1; shift
-  read -r batch hw <<< "$(model_shape "$model")"
+  read -r batch hw _ <<< "$(bench_model_shape "$model")"
   rm -f "$WORK/m.jsonl"
   "${RUN[@]}" "$BUILD/trainer" --model "$model" --benchmark --batch-size "$batch" --image-size "$hw" --threads 1 \
-    --max-steps "$STEPS" --progress off --grad-compression "$COMPRESSION" --metrics-file "$WORK/m.jsonl" "$@" \
+    --max-steps "$STEPS" --progress off --grad-compression "$COMPRESSION" --metrics-file "$WORK/m.jsonl" $TRAINER_ARGS "$@" \
     > "$WORK/train.log" 2>&1 ||
     { cat "$WORK/train.log" >&2; echo "bench_hierarchical.sh: $model $* failed" >&2; return 1; }
   python3 -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])][-1]; print(s["images_per_sec"], s.get("exposed_comm_fraction", 0))' "$WORK/m.jsonl"
@@ -107,7 +93,7 @@ train() {  # model extra-args... -> "img/s exposed"
 declare -A R  # "rate what" -> values over rounds
 for ((round = 1; round <= REPS; ++round)); do
   for rate in $RATES; do
-    set_rate "$rate"
+    bench_set_rate "$rate"
     for size in $SIZES; do
       for path in $PATHS; do
         R["$rate ar $size $path"]+="$(allreduce_ms "$size" "$path") "
@@ -126,7 +112,7 @@ for ((round = 1; round <= REPS; ++round)); do
     done
   done
 done
-set_rate none
+bench_set_rate none
 
 dump=""
 for k in "${!R[@]}"; do dump+="$k=${R[$k]}"$'\n'; done

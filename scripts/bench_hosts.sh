@@ -51,16 +51,8 @@ done
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "bench_hosts.sh: --reps: '$REPS' is not a positive integer" >&2; exit 2; }
 [[ $STEPS =~ ^[0-9]+$ && $STEPS -ge 10 ]] || { echo "bench_hosts.sh: --steps: '$STEPS' is not an integer >= 10" >&2; exit 2; }
 
-# Per model: per-rank batch and the synthetic input (image size, channels, classes).
-model_shape() {
-  case $1 in
-    lenet | keras-cnn | convnet | mlp) echo "128 28 1 10" ;;
-    resnet20 | resnet32 | resnet56) echo "64 32 3 10" ;;
-    resnet50) echo "16 64 3 1000" ;;
-    *) echo "bench_hosts.sh: --models: no shape for '$1'" >&2; return 2 ;;
-  esac
-}
-for m in $MODELS; do model_shape "$m" > /dev/null; done
+source "$ROOT/scripts/lib/shaped_hosts.sh"
+for m in $MODELS; do bench_model_shape "$m" > /dev/null; done
 
 "$ROOT/scripts/build.sh" > /dev/null
 source "$ROOT/scripts/lib/namespace_hosts.sh"
@@ -76,25 +68,12 @@ DDP="$ROOT/scripts/bench/torch_ddp.py"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; hosts ${NS[*]} on $SUB.0/24;" \
      "1 thread per rank, $REPS rounds, $STEPS steps per run"
 
-set_rate() {  # rate: both hosts' sending rate (tbf), or none
-  local ns burst
-  for ns in "${NS[@]}"; do
-    ip netns exec "$ns" tc qdisc del dev eth0 root 2> /dev/null || true
-    [[ $1 == none ]] && continue
-    # The bucket holds 4 ms at the rate (at least 256 KB): enough for the
-    # kernel's timer granularity and 64 KB segments, small against a step.
-    burst=$(python3 -c "import re,sys; n,u=re.fullmatch(r'(\d+)([mg])bit',sys.argv[1]).groups(); \
-print(max(262144, int(int(n)*(1e6 if u=='m' else 1e9)/8*0.004)))" "$1")
-    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$1" burst "$burst" latency 100ms
-  done
-}
-
 summary() {  # metrics file -> "images_per_sec exposed_comm_fraction"
   python3 -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])][-1]; print(s["images_per_sec"], s.get("exposed_comm_fraction", 0))' "$1"
 }
 lockstep_run() {  # model ranks(1|2) extra-args... -> "img/s exposed"
   local model=$1 n=$2; shift 2
-  read -r batch hw ch cls <<< "$(model_shape "$model")"
+  read -r batch hw ch cls <<< "$(bench_model_shape "$model")"
   local args=(--model "$model" --benchmark --batch-size "$batch" --image-size "$hw" --threads 1 --max-steps "$STEPS"
               --progress off --metrics-file "$WORK/m.jsonl" "$@")
   rm -f "$WORK/m.jsonl"
@@ -107,7 +86,7 @@ lockstep_run() {  # model ranks(1|2) extra-args... -> "img/s exposed"
 }
 ddp_run() {  # model ranks(1|2) [wire] -> img/s
   local model=$1 n=$2 wire=${3:-none}
-  read -r batch hw ch cls <<< "$(model_shape "$model")"
+  read -r batch hw ch cls <<< "$(bench_model_shape "$model")"
   local args=(--model "$model" --batch-size "$batch" --image-size "$hw" --channels "$ch" --classes "$cls" --threads 1
               --steps $((STEPS - 5 - (STEPS - 5) % 5)) --window 5 --compression "$wire")
   if [[ $n == 1 ]]; then
@@ -131,7 +110,7 @@ link_busbw() {  # path -> GB/s at 64 MB across the hosts
 
 declare -A R  # key "model rate kind" -> space-separated values over rounds
 for rate in $RATES; do
-  set_rate "$rate"
+  bench_set_rate "$rate"
   echo "link $rate: 64 MB allreduce across the hosts, median of 5:"
   out=$(link_busbw ordered) || exit 1
   echo "  lockstep messages: $out"
@@ -140,13 +119,13 @@ for rate in $RATES; do
 done
 for ((round = 1; round <= REPS; ++round)); do
   for model in $MODELS; do
-    set_rate none
+    bench_set_rate none
     out=$(lockstep_run "$model" 1) || exit 1
     R["$model - l1"]+="${out%% *} "
     out=$(ddp_run "$model" 1) || exit 1
     R["$model - d1"]+="$out "
     for rate in $RATES; do
-      set_rate "$rate"
+      bench_set_rate "$rate"
       for wire in $WIRES; do
         k="$model $rate $wire"
         out=$(lockstep_run "$model" 2 --grad-compression "$wire") || exit 1
@@ -166,7 +145,7 @@ for ((round = 1; round <= REPS; ++round)); do
     done
   done
 done
-set_rate none
+bench_set_rate none
 
 dump=""
 for k in "${!R[@]}"; do dump+="$k=${R[$k]}"$'\n'; done
