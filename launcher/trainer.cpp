@@ -192,8 +192,6 @@ void Trainer::start() {
     std::string why_not;
     if (dev_ && dev_->comm_mode() == "nccl")
       why_not = "no effect with NCCL (it chooses its own algorithm across hosts)";
-    else if (c_.zero_stage == 1)
-      why_not = "no effect with --zero-stage 1 (its reduce-scatter and allgather stay flat)";
     else if (!comm_.set_hierarchical_allreduce(true))
       why_not = comm_.nodes() == 1 ? "not used: every rank is on one host (they sum through shared memory)"
                                    : "not used: it needs the ranks grouped by host, the same number (at least 2) on "

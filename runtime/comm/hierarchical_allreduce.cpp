@@ -12,14 +12,22 @@
 namespace lockstep {
 namespace {
 
-constexpr int kPartialTag = 0, kSumsTag = 1;        // on the cross-host communicator
-constexpr int kScatterTag = 0, kGatherTag = 1;      // on the host's communicator
+constexpr int kPartialTag = 0, kSumsTag = 1, kOwnedTag = 2;  // on the cross-host communicator
+constexpr int kScatterTag = 0, kGatherTag = 1;                // on the host's communicator
 // Partial sums in flight per rank. MPI shares a link between all pending
-// sends: with every segment's posted at once, the first arrived only as the
+// sends: with every piece's posted at once, the first arrived only as the
 // last did, and the next host could not start adding (64 MB across a 1 Gbit/s
-// link, 2 hosts x 2 ranks: 1096 ms). One in flight while the next segment is
+// link, 2 hosts x 2 ranks: 1096 ms). One in flight while the next piece is
 // summed: 578-586 ms; two: 613-632; four: 651-662 (docs/performance.md).
 constexpr int64_t kPartialsInFlight = 1;
+// Pieces of a call that go down the chain one after another: at least 16 per
+// call, so that even a 1 MB bucket's partial sums and finished sums cross a
+// link at the same time, and 64K to 256K elements each. The sums do not
+// depend on it. 2 hosts x 2 ranks, medians of 2, 256K-element pieces always
+// against 64K always: 1 MB 12.1 vs 10.1 ms at 1 Gbit/s and 123 vs 91 ms at
+// 100 Mbit/s, 4 MB 47.5 vs 38.3 and 492 vs 357 ms, but 64 MB at 1 Gbit/s
+// 598 vs 762 ms. This rule, in a later run: 1 MB 11.4, 4 MB 45.1, 64 MB 588.
+int64_t piece_elements(int64_t n) { return std::clamp<int64_t>(n / 16, int64_t{1} << 16, kReduceSegment); }
 
 // Persistent, pre-touched scratch of at least `bytes` (never empty: a rank's
 // slices of a short call can be).
@@ -68,12 +76,12 @@ void HierarchicalAllreduce::run(Tensor& t, WireType wire) {
   const bool narrow = wire != WireType::F32;
   const int64_t esize = narrow ? 2 : 4;
   const MPI_Datatype type = narrow ? MPI_UINT16_T : MPI_FLOAT;
-  constexpr int64_t S = kReduceSegment;
+  const int64_t S = piece_elements(n);
   const int64_t K = (n + S - 1) / S;
   float* data = t.data<float>();
   auto seg_len = [&](int64_t k) { return std::min(S, n - k * S); };
-  auto first = [&](int64_t len, int j) { return len * j / L; };  // slice j of a segment of len
-  // at[k]: where my slice of segment k starts among my slices of the call.
+  auto first = [&](int64_t len, int j) { return len * j / L; };  // slice j of a piece of len
+  // at[k]: where my slice of piece k starts among my slices of the call.
   std::vector<int64_t> at(static_cast<size_t>(K) + 1, 0);
   for (int64_t k = 0; k < K; ++k) at[k + 1] = at[k] + first(seg_len(k), l + 1) - first(seg_len(k), l);
   const int64_t largest = (S + L - 1) / L;
@@ -92,7 +100,7 @@ void HierarchicalAllreduce::run(Tensor& t, WireType wire) {
   const int prev = host_ - 1, next = host_ + 1, sums_from = first_host ? hosts_ - 1 : host_ - 1;
   auto count = [](int64_t c) { return static_cast<int>(c); };
 
-  // Receives for the whole call, matched in segment order (MPI keeps the order
+  // Receives for the whole call, matched in piece order (MPI keeps the order
   // of messages between two ranks on one tag).
   partial_in_.assign(static_cast<size_t>(K), MPI_REQUEST_NULL);
   partial_out_.assign(static_cast<size_t>(K), MPI_REQUEST_NULL);
@@ -104,7 +112,7 @@ void HierarchicalAllreduce::run(Tensor& t, WireType wire) {
     if (!last_host) LS_MPI(MPI_Irecv(sums + at[k] * esize, m, type, sums_from, kSumsTag, cross_, &sums_in_[k]));
   }
 
-  // Steps 1 and 2, every segment: the host's copies of my slice here, added
+  // Steps 1 and 2, every piece: the host's copies of my slice here, added
   // in rank order after the previous host's partial sum, and passed on.
   for (int64_t k = 0; k < K; ++k) {
     float* seg = data + k * S;
@@ -117,7 +125,7 @@ void HierarchicalAllreduce::run(Tensor& t, WireType wire) {
     exchange_with_all(
         local_, l, L, kScatterTag, type, [&](int j) { return slots + j * largest * esize; },
         [&](int) { return count(m); }, [&](int j) { return send + first(len, j) * esize; },
-        [&](int j) { return count(first(len, j + 1) - first(len, j)); }, local_reqs_);
+        [&](int j) { return count(first(len, j + 1) - first(len, j)); }, reqs_);
     float* out = seg + first(len, l);
     int nsrc = 0;
     if (!first_host) {
@@ -148,7 +156,7 @@ void HierarchicalAllreduce::run(Tensor& t, WireType wire) {
     LS_MPI(MPI_Isend(done, count(m), type, 0, kSumsTag, cross_, &sums_out_[k]));
   }
 
-  // Steps 3 and 4, every segment: the sums of my slice (passed on round the
+  // Steps 3 and 4, every piece: the sums of my slice (passed on round the
   // hosts), then the host's slices to every rank of the host.
   for (int64_t k = 0; k < K; ++k) {
     float* seg = data + k * S;
@@ -169,11 +177,49 @@ void HierarchicalAllreduce::run(Tensor& t, WireType wire) {
     exchange_with_all(
         local_, l, L, kGatherTag, type, [&](int j) { return gather + first(len, j) * esize; },
         [&](int j) { return count(first(len, j + 1) - first(len, j)); },
-        [&](int) { return gather + first(len, l) * esize; }, [&](int) { return count(m); }, local_reqs_);
+        [&](int) { return gather + first(len, l) * esize; }, [&](int) { return count(m); }, reqs_);
     if (narrow) wire_to_floats(w16, len, wire, seg);
   }
   wait_all(sums_out_);
   wait_all(partial_out_);
+}
+
+void HierarchicalAllreduce::allgather_owned(Tensor& t) {
+  LS_CHECK(t.dtype() == DType::F32 && t.device().is_cpu(),
+           "hierarchical allgather needs a host F32 tensor, got {} on {}", dtype_name(t.dtype()), t.device().str());
+  const int L = per_host_, N = hosts_ * per_host_, me = host_ * L + local_rank_;
+  constexpr int64_t S = kReduceSegment;
+  for (int64_t s0 = 0; s0 < t.numel(); s0 += S) {
+    float* seg = t.data<float>() + s0;
+    const int64_t len = std::min(S, t.numel() - s0);
+    auto at = [&](int r) { return seg + len * r / N; };  // rank r's chunk (comm/ownership.h)
+    auto count = [&](int r) { return static_cast<int>(len * (r + 1) / N - len * r / N); };
+    // Across hosts: my chunk to my counterpart on every other host, theirs here.
+    reqs_.clear();
+    for (int g = 0; g < hosts_; ++g) {
+      if (g == host_) continue;
+      const int r = g * L + local_rank_;
+      reqs_.emplace_back();
+      LS_MPI(MPI_Irecv(at(r), count(r), MPI_FLOAT, g, kOwnedTag, cross_, &reqs_.back()));
+      reqs_.emplace_back();
+      LS_MPI(MPI_Isend(at(me), count(me), MPI_FLOAT, g, kOwnedTag, cross_, &reqs_.back()));
+    }
+    wait_all(reqs_);
+    // Within the host: the chunks of every host's rank with my local index to
+    // the other local ranks; theirs here.
+    reqs_.clear();
+    for (int j = 0; j < L; ++j) {
+      if (j == local_rank_) continue;
+      for (int g = 0; g < hosts_; ++g) {
+        const int theirs = g * L + j, mine = g * L + local_rank_;
+        reqs_.emplace_back();
+        LS_MPI(MPI_Irecv(at(theirs), count(theirs), MPI_FLOAT, j, kGatherTag, local_, &reqs_.back()));
+        reqs_.emplace_back();
+        LS_MPI(MPI_Isend(at(mine), count(mine), MPI_FLOAT, j, kGatherTag, local_, &reqs_.back()));
+      }
+    }
+    wait_all(reqs_);
+  }
 }
 
 }  // namespace lockstep

@@ -6,9 +6,9 @@
 // sums within hosts and then across them, which changes the order.)
 //
 // Needs the ranks grouped by host: host h holds ranks [h*L, (h+1)*L), the
-// same L on every host (mpirun's default mapping by slot). Per 1 MB segment
-// (comm/ownership.h's kReduceSegment), local rank l of every host takes the
-// l-th of L slices:
+// same L on every host (mpirun's default mapping by slot). Per piece of the
+// call (256 KB to 1 MB, at least 16 pieces per call; the sums do not depend on
+// it), local rank l of every host takes the l-th of L slices:
 //   1. within the host, every rank's copy of slice l goes to local rank l;
 //   2. host 0 sums its L copies in rank order and sends that partial sum
 //      (fp32, exact) to local rank l of host 1, which goes on adding its own
@@ -16,14 +16,20 @@
 //   3. the last host then holds the sums; they travel round the hosts
 //      (H-1 -> 0 -> 1 -> ... -> H-2) in the wire type;
 //   4. within the host, an allgather of the L slices.
-// Steps 1-2 run over every segment without waiting for the sums of step 3,
-// so partial sums of later segments flow one way while finished sums of
+// Steps 1-2 run over every piece without waiting for the sums of step 3,
+// so partial sums of later pieces flow one way while finished sums of
 // earlier ones flow back: both directions of a link are busy at once.
 //
 // With a 16-bit wire the contributions and the sums travel in 16 bits, but
 // the partial sums of step 2 travel in fp32 (rounding them would change the
 // sums): per element, 4 bytes one way and 2 the other across a link, against
-// the flat path's 4L(H-1)/H each way. ZeRO-1's halves stay flat.
+// the flat path's 4L(H-1)/H each way.
+//
+// ZeRO-1's allgather of the chunks each rank owns (comm/ownership.h, the flat
+// rule) also goes in two levels: each rank sends its chunks to the rank with
+// its local index on every other host, then the host's ranks share what they
+// hold. A host's link carries the other hosts' chunks once, (H-1)/H of the
+// buffer, instead of L times that.
 //
 // Owns its two MPI communicators (the ranks of this host; the ranks with this
 // local rank, one per host). One object per communicator; not safe to call
@@ -54,16 +60,19 @@ class HierarchicalAllreduce {
   // t (host, F32) <- the sum of every rank's t, rounded through `wire`:
   // bitwise OrderedAllreduce::run(t, wire).
   void run(Tensor& t, WireType wire);
+  // Every rank's owned chunks of t (comm/ownership.h), exactly, to every
+  // rank: OrderedAllreduce::run(t, F32, Phases::Allgather).
+  void allgather_owned(Tensor& t);
 
  private:
   MPI_Comm local_ = MPI_COMM_NULL;  // this host's ranks, in rank order
   MPI_Comm cross_ = MPI_COMM_NULL;  // local rank l of every host, in host order
   int host_ = 0, hosts_ = 1, local_rank_ = 0, per_host_ = 1;
-  std::vector<MPI_Request> local_reqs_;
-  std::vector<MPI_Request> partial_in_, partial_out_, sums_in_, sums_out_;  // per segment
+  std::vector<MPI_Request> reqs_;
+  std::vector<MPI_Request> partial_in_, partial_out_, sums_in_, sums_out_;  // per piece
   std::vector<const float*> src_;
-  Tensor slots_;    // [L][largest slice] wire type: the host's copies of my slice of a segment
-  Tensor w16_;      // [segment] the segment in the wire type (16-bit wires only)
+  Tensor slots_;    // [L][largest slice] wire type: the host's copies of my slice of a piece
+  Tensor w16_;      // [piece] the piece in the wire type (16-bit wires only)
   Tensor wide_;     // [L][largest slice] fp32 copies to sum (16-bit wires only)
   Tensor partial_;  // [my slices of the call] fp32: the partial sums from the previous host
   Tensor sums_;     // [my slices of the call] wire type: the finished sums

@@ -218,9 +218,17 @@ void MpiCommunicator::allreduce_sum_ordered(Tensor& t, WireType wire) {
 }
 
 void MpiCommunicator::reduce_scatter_sum_ordered(Tensor& t, WireType wire) {
-  ordered_->run(t, wire, OrderedAllreduce::Phases::ReduceScatter);
+  if (use_hierarchical_)  // every element's sum, in about as many bytes per link as the flat half
+    hierarchical_->run(t, wire);
+  else
+    ordered_->run(t, wire, OrderedAllreduce::Phases::ReduceScatter);
 }
 
-void MpiCommunicator::allgather_owned(Tensor& t) { ordered_->run(t, WireType::F32, OrderedAllreduce::Phases::Allgather); }
+void MpiCommunicator::allgather_owned(Tensor& t) {
+  if (use_hierarchical_)
+    hierarchical_->allgather_owned(t);
+  else
+    ordered_->run(t, WireType::F32, OrderedAllreduce::Phases::Allgather);
+}
 
 }  // namespace lockstep

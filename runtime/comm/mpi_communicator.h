@@ -41,9 +41,10 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter_sum_ordered(Tensor& t, WireType wire) override;
   void allgather_owned(Tensor& t) override;
   // Where the ranks are grouped by host (host h holds ranks [h*L, (h+1)*L)),
-  // at least 2 on each of at least 2 hosts, allreduce_sum_ordered can go in
-  // two levels (comm/hierarchical_allreduce.h). The two halves for ZeRO-1
-  // stay flat.
+  // at least 2 on each of at least 2 hosts, allreduce_sum_ordered and the
+  // allgather of owned chunks can go in two levels
+  // (comm/hierarchical_allreduce.h); the reduce-scatter then is the whole
+  // hierarchical allreduce (a superset of its contract).
   bool set_hierarchical_allreduce(bool on) override;
   std::unique_ptr<Communicator> duplicate() const override;
   // MPI_Win_allocate_shared over this communicator when all ranks share a host.

@@ -9,8 +9,9 @@
 #      hierarchical allreduce, used by default where it applies), and the
 #      final weights equal those of a 4-rank single-host mpirun of the same
 #      configuration bitwise (every path sums in rank order; that run, asked
-#      for the hierarchical allreduce explicitly, says it cannot use it); with --zero-stage 1 (the
-#      sharded optimizer's reduce-scatter and allgather over messages) and with
+#      for the hierarchical allreduce explicitly, says it cannot use it);
+#      with --zero-stage 1 (the sharded optimizer's reduce-scatter and
+#      allgather of parameters, hierarchical too) and with
 #      --hierarchical-allreduce off (the flat exchange) bitwise equal;
 #   3. a hostfile naming the absent address fails in seconds, before mpirun;
 #   3b. a rank on host b killed with SIGKILL: the job exits non-zero naming
@@ -105,8 +106,9 @@ echo -n "2 hosts x 2 ranks vs 4 ranks on one host: "
 "$RUN" --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" "${ARGS[@]}" --zero-stage 1 \
   --save-weights "$WORK/two_hosts_zero.safetensors" > "$WORK/two_hosts_zero.log" 2>&1 ||
   { echo "FAIL: lockstep-run --zero-stage 1 across the namespace hosts"; cat "$WORK/two_hosts_zero.log"; exit 1; }
-grep -q "ZeRO-1: optimizer state sharded .* parameters allgathered after the update$" "$WORK/two_hosts_zero.log" ||
-  { echo "FAIL: no ZeRO-1 over messages in the log"; grep "world:" "$WORK/two_hosts_zero.log"; exit 1; }
+grep -q "ZeRO-1: optimizer state sharded .* parameters allgathered after the update; hierarchical allreduce: .*" \
+  "$WORK/two_hosts_zero.log" ||
+  { echo "FAIL: no hierarchical ZeRO-1 over messages in the log"; grep "world:" "$WORK/two_hosts_zero.log"; exit 1; }
 echo -n "2 hosts x 2 ranks, --zero-stage 1 vs 0: "
 "$CMP" "$WORK/two_hosts.safetensors" "$WORK/two_hosts_zero.safetensors" --exact
 
