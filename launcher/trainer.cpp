@@ -187,7 +187,6 @@ void Trainer::start() {
   // Chosen before the distributed optimizer duplicates the communicator; the
   // same answer on every rank (the grouping is agreed when it is made). Only
   // an explicit "on" explains when it does not apply.
-  hierarchical_ = false;
   if (c_.hierarchical_allreduce != "off") {
     std::string why_not;
     if (dev_ && dev_->comm_mode() == "nccl")
