@@ -173,6 +173,7 @@ DistributedOptions Trainer::distributed_options() const {
   }
   o.max_grad_norm = c_.clip_grad_norm;
   o.zero_stage = c_.zero_stage;
+  o.gather_during_forward = true;  // with --overlap: the net's parameter-wait hook and the waits below
   return o;
 }
 
@@ -201,6 +202,10 @@ void Trainer::start() {
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
   Sequential& net = model_->net();
   net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });
+  // ZeRO-1: each layer waits for its own parameters of the allgather that the
+  // last step left running. Everything else that reads parameters (checkpoints,
+  // replica checks, saved weights) waits for all of them first.
+  net.set_parameter_wait_hook([this](int64_t from) { dopt_->wait_parameters(from); });
   if (timeline_)
     net.set_layer_observer([this, &net](size_t layer, Sequential::Phase phase, auto t0, auto t1) {
       const bool fwd = phase == Sequential::Phase::Forward;
@@ -457,6 +462,7 @@ TrainSummary Trainer::run() {
       ++progress_.step;
       if (c_.inject_rank == comm_.rank() && c_.inject_step == progress_.step) {  // --inject-fault replica-drift
         if (dev_) dev_->wait_graph_steps();
+        dopt_->wait_parameters();
         Tensor first = model_->params().values().slice(0, Shape{1});
         Tensor h = on_host(first);
         h.data<float>()[0] += 1e-3f;
@@ -565,6 +571,7 @@ TrainSummary Trainer::run() {
     }
   }
   sum.steps = progress_.step;
+  dopt_->wait_parameters();  // the last step's allgather (ZeRO-1), before anyone reads the weights
   if (sum.stopped_by != 0) {
     if (c_.checkpoint_dir.empty())
       log_->warn("stopped by {} after step {}: no --checkpoint-dir, so nothing was saved", signal_name(sum.stopped_by),

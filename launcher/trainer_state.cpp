@@ -121,6 +121,7 @@ int Trainer::agree_on_stop() {
 
 void Trainer::check_replicas() {
   if (dev_) dev_->wait_graph_steps();  // --cuda-graph: bounded, before the host copy below
+  dopt_->wait_parameters();            // --zero-stage 1: the allgather under way
   ParameterStore& params = model_->params();
   const Tensor values = on_host(params.values());
   const uint64_t mine = hash_bytes(values.data<float>(), static_cast<size_t>(params.padded_numel()) * 4);

@@ -206,6 +206,11 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
     const bool external = last_output && i + 1 == layers_.size();
     if (aliasing_[i] != Aliasing::None && !external) acts_[i] = cur->reshape(shapes_[i]);
     if (i < count && aliasing_[i] != Aliasing::Fused) {
+      if (wait_hook_ && layers_[i]->has_parameters()) {
+        int64_t from = INT64_MAX;
+        for (const Parameter* p : layers_[i]->parameters()) from = std::min(from, p->offset);
+        wait_hook_(from);
+      }
       const auto t0 = observer_ ? Clock::now() : Clock::time_point();
       layers_[i]->forward(*cur, acts_[i], ctx);
       if (observer_) observer_(i, Phase::Forward, t0, Clock::now());

@@ -15,6 +15,8 @@
 // block's fused join) allocates nothing for that layer's output.
 // Backward walks layers L-1..0 and calls the grad-ready hook after each layer
 // with parameters, the moment that layer's parameter gradients are final.
+// Forward calls the parameter-wait hook before each layer with parameters
+// (ZeRO-1's allgather may still be bringing them in).
 //
 // Activations and their gradients have the input's element type: fp32, or
 // bf16 / fp16 for mixed precision on a GPU. set_compute_dtype(BF16 or F16)
@@ -39,6 +41,10 @@ class Sequential {
   // of the flat gradient buffer below `ready_end` is final (the store lays
   // parameters out in reverse, so this prefix only grows).
   using GradReadyHook = std::function<void(int64_t ready_end)>;
+  // Called during forward before each layer with parameters, with the lowest
+  // flat offset of its parameters: it returns once every parameter at or
+  // above that offset may be read (the layers after it sit below it).
+  using ParameterWaitHook = std::function<void(int64_t from)>;
   enum class Phase { Forward, Backward };
   using Clock = std::chrono::steady_clock;
   // Called after each layer's forward/backward with its start and end times
@@ -81,6 +87,7 @@ class Sequential {
   void backward(const BackwardContext& ctx, Tensor* input_grad = nullptr, const Tensor* output_grad = nullptr);
 
   void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
+  void set_parameter_wait_hook(ParameterWaitHook hook) { wait_hook_ = std::move(hook); }
   void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
   // Let a Conv2d/Linear apply a following ReLU in its own epilogue (default on;
   // takes effect at the next allocation).
@@ -143,6 +150,7 @@ class Sequential {
   bool reordered_ = false;           // the current forward's input was reordered into layout_
   Tensor layout_buf_, layout_grad_buf_;  // with a reorder: the input and its gradient in layout_, capacity elements
   GradReadyHook hook_;
+  ParameterWaitHook wait_hook_;
   LayerObserver observer_;
   bool fusion_ = true;
 };

@@ -114,6 +114,11 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& param
   if (zero) scatter_state(plan);
   shm_ = share_gradients(params, comm, options);
   if (zero && shm_) param_shm_ = share_parameters(params, comm);
+  if (zero)  // the ownership of the reduce-scatter's buckets
+    gather_ = std::make_unique<ParameterGather>(
+        comm, params.values(), plan,
+        ParameterGather::Options{options.overlap && options.gather_during_forward, options.timeline,
+                                 options.tracker, param_shm_.get()});
   reducer_ = std::make_unique<BucketReducer>(
       comm, params.grads(), std::move(plan),
       BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get(), options.tracker, zero});
@@ -142,6 +147,7 @@ void DistributedOptimizer::drain() {
 void DistributedOptimizer::broadcast_state(int root) {
   CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
   LS_CHECK(root == 0 || !opt_.sharded(), "broadcast_state({}): a sharded optimizer's state comes from rank 0", root);
+  wait_parameters();
   broadcast_via_host(comm_, params_.values(), root);
   if (!opt_.sharded())
     for (auto& [name, t] : opt_.state()) broadcast_via_host(comm_, *t, root);
@@ -180,6 +186,7 @@ void DistributedOptimizer::step(float lr) {
       }
     }
   }
+  wait_parameters();  // the last step's gather writes the elements other ranks own
   if (param_shm_) {  // the other ranks have copied this rank's parameters of the last step
     CollectiveScope scope(options_.tracker, CollectiveKind::ParameterGather);
     param_shm_->wait_readers();
@@ -188,7 +195,10 @@ void DistributedOptimizer::step(float lr) {
   opt_.step(lr, scale);
   if (options_.timeline)
     options_.timeline->span("optimizer step", "optimizer", Timeline::kCompute, t0, Timeline::Clock::now());
-  if (opt_.sharded()) gather_parameters();
+  if (gather_) {
+    gather_->start();
+    last_gather_wait_ = gather_->take_wait_seconds();
+  }
 }
 
 template <typename F>
@@ -239,25 +249,9 @@ double DistributedOptimizer::sharded_sum_of_squares() {
   return sum;
 }
 
-void DistributedOptimizer::gather_parameters() {
-  if (comm_.size() == 1) return;
-  CollectiveScope scope(options_.tracker, CollectiveKind::ParameterGather);
-  const auto t0 = Timeline::Clock::now();
-  for (const Bucket& b : reducer_->buckets()) {  // the ownership of the reduce-scatter
-    if (param_shm_) {
-      param_shm_->allgather(b.begin, b.end);
-    } else {
-      Tensor slice = params_.values().slice(b.begin, Shape{b.numel()});
-      comm_.allgather_owned(slice);
-    }
-  }
-  if (options_.timeline)
-    options_.timeline->span("allgather parameters", "allgather", Timeline::kCompute, t0, Timeline::Clock::now(),
-                            fmt::format(R"({{"bytes":{}}})", params_.padded_numel() * 4));
-}
-
 std::vector<std::pair<std::string, Tensor>> DistributedOptimizer::gather_state(int root) {
   std::vector<std::pair<std::string, Tensor>> out;
+  wait_parameters();  // a checkpoint reads the parameters with the state
   const auto state = opt_.state();
   if (!opt_.sharded()) {
     for (auto& [name, t] : state) out.emplace_back(name, *t);
@@ -301,9 +295,10 @@ std::string DistributedOptimizer::describe() const {
                          ? "overlapped with backward"
                          : "reduced after backward") +
          (opt_.sharded() ? fmt::format("; ZeRO-1: optimizer state sharded ({:.1f} of {:.1f} MB here), "
-                                       "parameters allgathered after the update{}",
+                                       "parameters allgathered after the update{}{}",
                                        state_mb(opt_.state_numel()), state_mb(params_.padded_numel()),
-                                       param_shm_ ? " through shared memory" : "")
+                                       param_shm_ ? " through shared memory" : "",
+                                       gather_->overlapping() ? ", overlapped with the next forward" : "")
                          : std::string());
 }
 

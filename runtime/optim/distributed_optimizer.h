@@ -37,7 +37,13 @@
 // the elementwise update and so the parameters are bitwise those of stage 0
 // (with clipping, the norm adds the ranks' partial sums in rank order: equal
 // on every rank, within rounding of stage 0's). The bytes moved are the
-// same: an allreduce is a reduce-scatter and an allgather.
+// same: an allreduce is a reduce-scatter and an allgather. With
+// options.gather_during_forward (and overlap), step() returns with the
+// allgather under way on a communication thread, in forward order
+// (comm/parameter_gather.h): the caller must call wait_parameters(from)
+// before reading parameters at offsets >= from -- a Sequential's
+// parameter-wait hook does it layer by layer -- and wait_parameters() before
+// reading them otherwise (checkpoints, checksums). The values are the same.
 //
 // Use per step:  begin_backward(last) before each backward (last = the
 // micro-batch whose gradients are reduced), on_gradients_ready from the
@@ -51,6 +57,7 @@
 #include "comm/bucket_reducer.h"
 #include "comm/communicator.h"
 #include "comm/gpu_grad_reducer.h"
+#include "comm/parameter_gather.h"
 #include "optim/optimizer.h"
 
 namespace lockstep {
@@ -76,6 +83,9 @@ struct DistributedOptions {
   LossScaler* loss_scaler = nullptr;
   float max_grad_norm = 0.f;                    // > 0: clip the averaged gradient to this global L2 norm
   int zero_stage = 0;                           // 1: shard the optimizer state over the ranks (host only)
+  // ZeRO-1 with overlap: step() leaves the parameter allgather running for
+  // the next forward to wait on, range by range (see wait_parameters).
+  bool gather_during_forward = false;
 };
 
 // Buckets over a parameter store (pure function of the layout and the caps; a
@@ -106,11 +116,19 @@ class DistributedOptimizer {
   // Reduce gradients over ranks (waiting for buckets already under way), then
   // apply one update with learning rate `lr`.
   void step(float lr);
+  // ZeRO-1 with gather_during_forward: returns once every parameter at flat
+  // offset >= `from` holds this step's value (the whole store for 0).
+  // Immediate otherwise. Rethrows an error of the gather.
+  void wait_parameters(int64_t from = 0) {
+    if (gather_) gather_->wait_from(from);
+  }
 
   const std::vector<Bucket>& buckets() const { return gpu_reducer_ ? gpu_reducer_->buckets() : reducer_->buckets(); }
-  // Seconds the last step() waited for communication (exposed communication).
+  // Seconds the last step() waited for communication (exposed communication);
+  // ZeRO-1 adds the parameter allgather's, waited since the step before
+  // (in the forward with gather_during_forward, else in step()).
   double last_comm_wait_seconds() const {
-    return gpu_reducer_ ? gpu_reducer_->last_wait_seconds() : reducer_->last_wait_seconds();
+    return gpu_reducer_ ? gpu_reducer_->last_wait_seconds() : reducer_->last_wait_seconds() + last_gather_wait_;
   }
   // Host parameters with clipping: the last step's gradient norm before
   // clipping (of the averaged gradient), and the steps clipped so far. On the
@@ -138,13 +156,13 @@ class DistributedOptimizer {
   void for_each_owned_in(const Bucket& b, F&& f) const;
   // ZeRO-1: partial sums of squares over the owned elements, added over ranks in rank order.
   double sharded_sum_of_squares();
-  // ZeRO-1: every rank's updated (owned) parameters to every rank.
-  void gather_parameters();
 
   std::unique_ptr<ShmAllreduce> shm_;  // before reducer_, which points at it
   std::unique_ptr<ShmAllreduce> param_shm_;  // ZeRO-1 on one host: the parameters, shared
   std::unique_ptr<BucketReducer> reducer_;       // parameters in host memory
   std::unique_ptr<GpuGradReducer> gpu_reducer_;  // parameters on a GPU
+  std::unique_ptr<ParameterGather> gather_;      // ZeRO-1: after param_shm_, which it points at
+  double last_gather_wait_ = 0;
   float last_grad_norm_ = 0.f;
   int64_t clipped_steps_ = 0;
 };

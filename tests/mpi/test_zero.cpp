@@ -4,7 +4,11 @@
 // of the state per rank, and its gathered state is stage 0's state.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "comm/ownership.h"
+#include "comm/parameter_gather.h"
 #include "comm/shm_allreduce.h"
 #include "core/rng.h"
 #include "mpi_batches.h"
@@ -92,10 +96,13 @@ TEST_CASE("ZeRO-1: stage 0's parameters bitwise, 1/N of the state, gathered stat
           OptimizerConfig oc;
           oc.name = optimizer;
           oc.weight_decay = 1e-3f;
-          std::unique_ptr<Model> m[2];
-          std::unique_ptr<Optimizer> opt[2];
-          std::unique_ptr<DistributedOptimizer> d[2];
-          for (int z = 0; z < 2; ++z) {
+          // Stage 0; stage 1; stage 1 with the allgather left running for the
+          // next forward, which waits layer by layer.
+          constexpr int kRuns = 3;
+          std::unique_ptr<Model> m[kRuns];
+          std::unique_ptr<Optimizer> opt[kRuns];
+          std::unique_ptr<DistributedOptimizer> d[kRuns];
+          for (int z = 0; z < kRuns; ++z) {
             m[z] = models::build_model("lenet", {}, 3);
             opt[z] = make_optimizer(m[z]->params(), oc);
             DistributedOptions o;
@@ -104,18 +111,22 @@ TEST_CASE("ZeRO-1: stage 0's parameters bitwise, 1/N of the state, gathered stat
             o.shared_memory = shared;
             o.overlap = overlap;
             o.max_grad_norm = clip;
-            o.zero_stage = z;
+            o.zero_stage = z > 0;
+            o.gather_during_forward = z == 2;
             d[z] = std::make_unique<DistributedOptimizer>(*opt[z], m[z]->params(), c, o);
             DistributedOptimizer* dz = d[z].get();
             m[z]->net().set_grad_ready_hook([dz](int64_t end) { dz->on_gradients_ready(end); });
+            m[z]->net().set_parameter_wait_hook([dz](int64_t from) { dz->wait_parameters(from); });
             d[z]->broadcast_state(0);
           }
           REQUIRE(d[1]->sharded());
           CHECK(sum_over_ranks(c, opt[1]->state_numel()) == m[1]->params().padded_numel());
+          CHECK((d[2]->describe().find("overlapped with the next forward") != std::string::npos) ==
+                (overlap && c.size() > 1));
           for (int step = 0; step < 4; ++step) {
             Tensor x, y;
             const uint64_t key = rng_key(7, static_cast<uint64_t>(c.rank()), static_cast<uint64_t>(step));
-            for (int z = 0; z < 2; ++z) {
+            for (int z = 0; z < kRuns; ++z) {
               make_batch(key, 8, x, y);
               d[z]->begin_backward(true);
               const Tensor& logits = m[z]->net().forward(x, ForwardContext{});
@@ -125,16 +136,85 @@ TEST_CASE("ZeRO-1: stage 0's parameters bitwise, 1/N of the state, gathered stat
               d[z]->step(0.01f);
             }
           }
-          CHECK(differing(m[1]->params().values(), m[0]->params().values(), 0, 1, false) == 0);
-          if (clip > 0.f) CHECK(d[1]->clipped_steps() == 4);
+          for (int z = 1; z < kRuns; ++z) {
+            d[z]->wait_parameters();
+            CHECK(differing(m[z]->params().values(), m[0]->params().values(), 0, 1, false) == 0);
+            if (clip > 0.f) CHECK(d[z]->clipped_steps() == 4);
+          }
           // The gathered state, on rank 0 only, is stage 0's.
-          const auto s0 = d[0]->gather_state(), s1 = d[1]->gather_state();
+          const auto s0 = d[0]->gather_state(), s1 = d[1]->gather_state(), s2 = d[2]->gather_state();
           REQUIRE(s0.size() == opt[0]->state().size());
           if (c.rank() != 0) {
             CHECK(s1.empty());
+            CHECK(s2.empty());
             continue;
           }
           REQUIRE(s0.size() == s1.size());
-          for (size_t k = 0; k < s0.size(); ++k) CHECK(differing(s1[k].second, s0[k].second, 0, 1, false) == 0);
+          REQUIRE(s0.size() == s2.size());
+          for (size_t k = 0; k < s0.size(); ++k) {
+            CHECK(differing(s1[k].second, s0[k].second, 0, 1, false) == 0);
+            CHECK(differing(s2[k].second, s0[k].second, 0, 1, false) == 0);
+          }
         }
+}
+
+TEST_CASE("ParameterGather: forward-order ranges; wait_from returns only once they have arrived", "[mpi][zero]") {
+  Communicator& c = world();
+  // Three buckets: the last spans several gather pieces, with a short tail.
+  constexpr int64_t piece = ParameterGather::kGatherSegments * kReduceSegment;
+  const std::vector<ElementRange> buckets = {{0, 1000}, {1000, 1000 + piece / 2}, {1000 + piece / 2, 1000 + 3 * piece + 77}};
+  const int64_t n = buckets.back().end;
+  auto value = [](int64_t i) { return static_cast<float>(i % 1009) * 0.25f + 1.f; };
+  for (bool shared : {false, true})
+    for (bool overlap : {true, false}) {
+      INFO((shared ? "shared memory" : "messages") << (overlap ? ", overlap" : ""));
+      std::shared_ptr<SharedMemory> mem = shared ? c.allocate_shared(ShmAllreduce::kHeaderBytes + n * 4) : nullptr;
+      if (shared && !mem) {
+        WARN("the ranks span hosts: no shared memory to test");
+        continue;
+      }
+      std::unique_ptr<ShmAllreduce> shm = mem ? std::make_unique<ShmAllreduce>(mem, c.rank()) : nullptr;
+      Tensor values = Tensor::zeros(Shape{n});
+      float* v = shm ? shm->data(c.rank()) : values.data<float>();
+      std::fill_n(v, n, -1.f);  // stale everywhere but where this rank owns
+      for (const ElementRange& b : buckets)
+        for_each_owned(b.begin, b.end, c.rank(), c.size(), [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) v[i] = value(i);
+        });
+      auto arrived_from = [&](int64_t from) {  // elements >= from that hold their value
+        int64_t bad = 0;
+        for (int64_t i = from; i < n; ++i) bad += v[i] != value(i);
+        return bad;
+      };
+      {
+        // The store's tensor over this rank's block, as DistributedOptimizer makes it.
+        Tensor over = shm ? Tensor::zeros(Shape{n}, DType::F32,
+                                          std::make_shared<BorrowedAllocator>(v, static_cast<size_t>(n) * 4, mem))
+                          : values;
+        ParameterGather g(c, over, buckets, {overlap, nullptr, nullptr, shm.get()});
+        const auto& r = g.ranges();
+        REQUIRE(r.size() == 1 + 1 + 3);
+        for (size_t k = 0; k < r.size(); ++k) {  // descending, contiguous, whole segments from a bucket's start
+          CHECK(r[k].end == (k == 0 ? n : r[k - 1].begin));
+          CHECK(r[k].numel() <= piece);
+        }
+        CHECK(r.back().begin == 0);
+        CHECK(r[0].numel() == piece / 2 + 77);  // the tail piece of the last bucket
+        CHECK(g.overlapping() == (overlap && c.size() > 1));
+        // The last rank starts late: the others' gathers must wait for it.
+        if (c.rank() == c.size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        g.start();
+        for (size_t k = 0; k < r.size(); ++k) {
+          g.wait_from(r[k].begin);
+          CHECK(arrived_from(r[k].begin) == 0);
+        }
+        g.wait();
+        CHECK(arrived_from(0) == 0);
+        g.start();  // a second gather of the same values changes nothing
+        g.wait();
+        CHECK(arrived_from(0) == 0);
+      }
+      if (shm) shm->wait_readers();
+      c.barrier();
+    }
 }

@@ -5,8 +5,9 @@
 # readiness, allreduces on the communication thread, optimizer steps and data
 # waits; and in most steps an allreduce must start before backward ends
 # (communication overlapped with backward). With --zero-stage 1: reduce-scatter
-# spans on the communication thread and a parameter allgather after each
-# optimizer step. Small buckets split lenet's
+# spans on the communication thread, a parameter allgather there after each
+# optimizer step, and no forward before its first range has arrived. Small
+# buckets split lenet's
 # 0.5 MB of gradients so several can go out during backward.
 # usage: timeline.sh TRAINER [COMPARE_WEIGHTS, unused]
 set -euo pipefail
@@ -52,7 +53,8 @@ print("timeline ok")
 PY
 
 # --zero-stage 1: buckets are reduce-scattered on the communication thread and
-# each optimizer step is followed by its parameter allgather.
+# each optimizer step starts the parameter allgather there, first range first;
+# the next forward's first layer starts only once that range has arrived.
 mpirun -np 2 "$TRAINER" --model lenet --max-steps 10 --threads 1 --no-eval --progress off --zero-stage 1 \
   --fusion-threshold-mb 0.1 --first-bucket-mb 0.01 --timeline "$WORK/zero.json" > "$WORK/zero.out"
 python3 - "$WORK/zero.rank0.json" "$WORK/zero.rank1.json" <<'PY'
@@ -63,9 +65,15 @@ for rank, path in enumerate(sys.argv[1:]):
     assert scatter and all(e["tid"] == 1 and e["cat"] == "allreduce" for e in scatter), "reduce-scatter off the comm thread"
     assert not [e for e in events if e["name"].startswith("allreduce bucket")], "allreduce at stage 1"
     steps = sorted(e["ts"] + e["dur"] for e in events if e["name"] == "optimizer step")
-    gathers = sorted(e["ts"] for e in events if e["name"] == "allgather parameters")
-    assert len(steps) == len(gathers) == 10, (len(steps), len(gathers))
-    assert all(g >= s for s, g in zip(steps, gathers)), "an allgather before its optimizer step ended"
-    print(f"rank {rank}: {len(scatter)} reduce-scatter spans, {len(gathers)} parameter allgathers after the steps")
+    gathers = [e for e in events if e["name"].startswith("allgather parameters")]
+    assert gathers and all(e["tid"] == 1 for e in gathers), "parameter allgather off the comm thread"
+    first = sorted((e["ts"], e["ts"] + e["dur"]) for e in gathers if e["name"] == "allgather parameters 0")
+    assert len(steps) == len(first) == 10, (len(steps), len(first))
+    assert all(g >= s for s, (g, _) in zip(steps, first)), "an allgather before its optimizer step ended"
+    forwards = sorted(e["ts"] for e in events if e["name"].startswith("forward "))
+    for k in range(9):  # step k+1's forward runs between optimizer steps k and k+1
+        fwd = [t for t in forwards if steps[k] <= t < steps[k + 1]]
+        assert fwd and fwd[0] >= first[k][1] - 1, f"step {k + 2}: forward began before its first parameters arrived"
+    print(f"rank {rank}: {len(scatter)} reduce-scatter spans, {len(gathers)} allgather ranges in {len(first)} steps")
 print("zero timeline ok")
 PY

@@ -51,6 +51,34 @@ TEST_CASE("gradients become final front-to-back in the flat buffer", "[params]")
   CHECK(model->params().find("layers.9.bias")->offset == 0);
 }
 
+TEST_CASE("forward waits for each layer's parameters, from the first layer's down", "[params]") {
+  auto model = models::build_model("lenet", {}, 1);
+  Sequential& net = model->net();
+  // One call per layer with parameters, before it runs, with the lowest offset
+  // of its parameters: decreasing (forward order is the store's reverse),
+  // the last at 0, and no call after the layer has run.
+  std::vector<int64_t> froms;
+  std::vector<size_t> ran;
+  net.set_parameter_wait_hook([&](int64_t from) { froms.push_back(from); });
+  net.set_layer_observer([&](size_t layer, Sequential::Phase phase, auto, auto) {
+    if (phase == Sequential::Phase::Forward && net.layer(layer).has_parameters()) {
+      CHECK(froms.size() == ran.size() + 1);  // its wait came first
+      ran.push_back(layer);
+    }
+  });
+  Tensor x = Tensor::zeros(model->batch_shape(2));
+  net.forward(x, {});
+  REQUIRE(froms.size() == 4);
+  CHECK(ran.size() == 4);
+  CHECK(std::is_sorted(froms.rbegin(), froms.rend()));
+  CHECK(froms.back() == 0);
+  for (size_t i = 0; i < ran.size(); ++i) {
+    int64_t lowest = INT64_MAX;
+    for (const Parameter* p : net.layer(ran[i]).parameters()) lowest = std::min(lowest, p->offset);
+    CHECK(froms[i] == lowest);
+  }
+}
+
 TEST_CASE("a 16-bit compute type leaves host inputs in fp32 and only accepts fp32, bf16 or fp16", "[params]") {
   // Mixed precision converts GPU inputs only; on the CPU the same model with
   // set_compute_dtype(BF16) must give the fp32 results bit for bit.
