@@ -21,7 +21,7 @@ namespace lockstep {
 // The naps used to double from 5 to at most 50 us. Once ZeRO-1's parameter
 // allgather also waited on a thread (comm/parameter_gather.h), 4 ranks on 2
 // cores across two namespace hosts had about one run in four with a step
-// that stalled for 3 to 67 s, at twice the interrupts and three times the
+// that stalled for 2 to 47 s, at twice the interrupts and three times the
 // context switches per second of 1 ms naps, which had no stall in 24 runs.
 // An eighth of the wait keeps long waits at 1 ms and short ones prompt
 // (2026-11-24, docs/benchmarks.md).

@@ -11,7 +11,8 @@
 #      configuration bitwise (every path sums in rank order; that run, asked
 #      for the hierarchical allreduce explicitly, says it cannot use it);
 #      with --zero-stage 1 (the sharded optimizer's reduce-scatter and
-#      allgather of parameters, hierarchical too) and with
+#      allgather of parameters, hierarchical too, the allgather during the
+#      next forward) and with
 #      --hierarchical-allreduce off (the flat exchange) bitwise equal;
 #   3. a hostfile naming the absent address fails in seconds, before mpirun;
 #   3b. a rank on host b killed with SIGKILL: the job exits non-zero naming
@@ -106,7 +107,7 @@ echo -n "2 hosts x 2 ranks vs 4 ranks on one host: "
 "$RUN" --hostfile "$WORK/hostfile" "${SSH_OPTS[@]}" "$TRAINER" "${ARGS[@]}" --zero-stage 1 \
   --save-weights "$WORK/two_hosts_zero.safetensors" > "$WORK/two_hosts_zero.log" 2>&1 ||
   { echo "FAIL: lockstep-run --zero-stage 1 across the namespace hosts"; cat "$WORK/two_hosts_zero.log"; exit 1; }
-grep -q "ZeRO-1: optimizer state sharded .* parameters allgathered after the update; hierarchical allreduce: .*" \
+grep -q "ZeRO-1: optimizer state sharded .* parameters allgathered after the update, overlapped with the next forward; hierarchical allreduce: .*" \
   "$WORK/two_hosts_zero.log" ||
   { echo "FAIL: no hierarchical ZeRO-1 over messages in the log"; grep "world:" "$WORK/two_hosts_zero.log"; exit 1; }
 echo -n "2 hosts x 2 ranks, --zero-stage 1 vs 0: "
