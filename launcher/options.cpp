@@ -170,7 +170,10 @@ cxxopts::Options make_options() {
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
        f(d.first_bucket_mb))
-      ("no-overlap", "reduce gradients after backward instead of during it", cxxopts::value<bool>()->default_value("false"))
+      ("no-overlap",
+       "reduce gradients after backward instead of during it (--zero-stage 1: and allgather parameters before the "
+       "next forward, not during it)",
+       cxxopts::value<bool>()->default_value("false"))
       ("sync-batchnorm", "batch norm layers normalise with the statistics of the whole global batch (all ranks) "
        "instead of each rank's own", cxxopts::value<bool>()->default_value("false"))
       ("hierarchical-allreduce", "auto, on or off: across hosts, sum the gradients within each host first, then "

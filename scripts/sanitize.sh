@@ -2,10 +2,10 @@
 # Sanitizer runs (docs/reliability.md, "Sanitizers"):
 #   asan  build-asan/ with ASan+UBSan (gcc): the whole ctest suite, MPI,
 #         faults and cluster tests included
-#   tsan  build-tsan/ with TSan: the comm thread, buckets, distributed
+#   tsan  build-tsan/ with TSan: the comm threads, buckets, distributed
 #         optimizer and watchdog (MPI tests at 2 and 4 ranks, watchdog and
 #         loader unit tests, 2-rank trainer runs with overlap and the watchdog,
-#         one with --sync-batchnorm)
+#         one with --zero-stage 1, one with --sync-batchnorm)
 #   all   both (default)
 # Options are compiled into every binary (tests/sanitizers/sanitizer_defaults.cpp.in)
 # so that ranks started over ssh get them too; ASAN_OPTIONS, UBSAN_OPTIONS,
@@ -97,6 +97,14 @@ run_tsan() {
   step "trainer, 2 ranks, overlap, MPI buckets (bf16 wire, 5 buckets)" \
     mpirun -np 2 --oversubscribe "$TSAN_BUILD/trainer" "${train[@]}" --grad-compression bf16 \
     --fusion-threshold-mb 0.05 --first-bucket-mb 0.01
+  # ZeRO-1: the parameter allgather runs on a second communication thread
+  # while the next forward reads each layer's parameters once they arrive
+  # (a bf16 wire keeps the gradients, and so the parameters, out of shared
+  # memory: the allgather goes over MPI).
+  step "trainer, 2 ranks, --zero-stage 1, allgather during the forward, checkpoints" \
+    mpirun -np 2 --oversubscribe "$TSAN_BUILD/trainer" "${train[@]}" --zero-stage 1 --grad-compression bf16 \
+    --fusion-threshold-mb 0.05 --first-bucket-mb 0.01 --checkpoint-dir "$work/ckpt" --checkpoint-every 4 \
+    --check-replicas-every 3
   # Synchronised batch norm reduces statistics on the training thread while
   # the communication thread reduces gradient buckets of the same step.
   step "trainer, 2 ranks, resnet20 with --sync-batchnorm and overlapped buckets" \
