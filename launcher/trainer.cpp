@@ -202,10 +202,9 @@ void Trainer::start() {
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
   Sequential& net = model_->net();
   net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });
-  // ZeRO-1: each layer waits for its own parameters of the allgather that the
-  // last step left running. Everything else that reads parameters (checkpoints,
-  // replica checks, saved weights) waits for all of them first.
-  net.set_parameter_wait_hook([this](int64_t from) { dopt_->wait_parameters(from); });
+  // ZeRO-1: each layer waits for its parameters from the last step's allgather
+  // (other readers of parameters wait for all of it); stage 0 has nothing to wait for.
+  if (dopt_->sharded()) net.set_parameter_wait_hook([this](int64_t from) { dopt_->wait_parameters(from); });
   if (timeline_)
     net.set_layer_observer([this, &net](size_t layer, Sequential::Phase phase, auto t0, auto t1) {
       const bool fwd = phase == Sequential::Phase::Forward;
