@@ -33,6 +33,17 @@
 //     backward-data for a strided 7x7 convolution was measured 1.8e-3 off on
 //     an H100 (2026-11-22; it rounds partial results): dx 4e-3 (8 x 2^-11). Every value here is far inside fp16's range
 //     (|y|, |dw| <= a few tens).
+//   Any algorithm (non-deterministic, 4 GiB workspace: what
+//     --cudnn-nondeterministic --cudnn-workspace-mb picks): cuDNN may then take
+//     kernels that round partial results in the 16-bit type (Winograd or FFT
+//     transforms, split reductions added with atomics). On an H100
+//     (2026-11-24), in bf16: dx of a 3x3 stride-1 convolution (3 -> 4
+//     channels, 9x9) 1.2e-2 off; dw of a 1x1 (8 -> 16, 7x7, batch 3) 1.7e-2
+//     and of a 3x3 in NHWC (32 -> 64, 14x14, batch 2) 3.1e-2. The choice is
+//     timed, so it can differ from run to run (the NHWC case passed at 1e-2
+//     in an earlier call). bf16 dx and dw under that policy: 5e-2 (~13 x
+//     2^-8); an indexing error is off by O(1). fp16 keeps its bounds (its NHWC
+//     cases passed under that policy).
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -53,6 +64,7 @@ namespace {
 constexpr double kForwardTol = 5e-5;
 constexpr double kBackwardTol = 1e-4;
 constexpr double kBf16Tol = 1e-2;
+constexpr double kBf16AnyAlgoTol = 5e-2;  // dx, dw: see the header (partial results rounded in bf16)
 constexpr double kBf16OutTol = 1.5e-2;  // y: two roundings
 constexpr double kF16Tol = 1.5e-3;
 constexpr double kF16DxTol = 4e-3;  // see the header: strided backward-data
@@ -152,8 +164,9 @@ void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Co
                    bool accumulate, bool with_dx, uint64_t seed, Layout layout = Layout::NCHW) {
   const Sizes z = sizes(s);
   const double out_tol = dt == DType::BF16 ? kBf16OutTol : kF16OutTol;
-  const double tol = dt == DType::BF16 ? kBf16Tol : kF16Tol;
-  const double dx_tol = dt == DType::BF16 ? kBf16Tol : kF16DxTol;
+  const double bf16_tol = f.ctx.conv_policy().deterministic ? kBf16Tol : kBf16AnyAlgoTol;
+  const double tol = dt == DType::BF16 ? bf16_tol : kF16Tol;
+  const double dx_tol = dt == DType::BF16 ? bf16_tol : kF16DxTol;
   const auto x16 = bits_16(dt, random_vector(z.x, seed + 1)), w16 = bits_16(dt, random_vector(z.w, seed + 2));
   const auto dy16 = bits_16(dt, random_vector(z.y, seed + 4));
   const auto x = values_16(dt, x16), w = values_16(dt, w16), dy0 = values_16(dt, dy16);

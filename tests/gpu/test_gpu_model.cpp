@@ -21,7 +21,16 @@
 // step 0 and 3.3e-2 at step 1 (bound 5e-2), resnet50 2.2e-2 (bound 5e-2; the
 // same as PyTorch's own resnet50 in float32 against float64 on the CPU,
 // scripts/bench/rounding_sensitivity.py).
-// Before resync, the same run
+// The second step (after a first step at lr 0.05) is the more sensitive one:
+// on the H100 (2026-11-24) resnet20's step-1 gradients were up to 1.7e-2
+// apart (bound 3e-2) and resnet50's up to 8.8e-2 (bound 0.15), in NCHW and
+// NHWC alike (the same figures to five digits: the GPU's fp32 convolutions
+// sum alike in both layouts, so its difference to the CPU is the same). No
+// TF32: fp32 convolutions run with FMA math, and the conv test would catch
+// TF32. On the CPU a rounding-size perturbation (u = 2^-24..2^-20, unit
+// [rounding_control]'s batch) moves resnet20's gradients by up to 1.4e-2 and
+// resnet50's by up to 4.1e-2, a single rounding where the GPU differs at
+// every layer. Before resync, the 2026-11-22 run
 // showed why it is needed: resnet50's first update (lr 0.05, batch 4) is large
 // against its weights, the parameters after it were 7.4e-3 apart, and the
 // second step's gradients then differed by up to 1.2.
@@ -46,6 +55,10 @@
 // step's parameter update (p after - p before) 0.15 for the small nets
 // (convnet's first layer, under 6 ReLU layers: measured 0.21, bound 0.35),
 // 0.8 with batch norm (resnet20: measured 0.56 in bf16, 0.64 in fp16 at step 1).
+// resnet50's last Linear bias: measured 4.0e-2 in bf16 at step 1 on the H100
+// (2026-11-24; control 1.2e-2), bound 8e-2. A step's parameter update carries
+// momentum, so it takes the largest control of the steps so far (resnet50's
+// step-1 update in bf16 was 1.43 apart, its step-1 control 0.45).
 //
 // resnet50 is where the control decides: at initialisation its gradients do
 // not survive 16-bit rounding at all, in PyTorch either. The control on the
@@ -63,7 +76,11 @@
 // resnet50's 16-bit gradients the comparison shows only that nothing is off by
 // more than rounding explains; its loss, logits and fp32 gradients are the
 // sharper checks. Evaluation logits take the last step's logits control;
-// running statistics 5e-2. The training runs of scripts/gpu/check.sh (lenet
+// running statistics 5e-2. In fp16 an evaluation can be out of range: after
+// its two steps resnet50's running statistics are far from its batch
+// statistics, and the CPU's evaluation activations grow to 1.2e5 by the third
+// bottleneck and 2.8e9 at the logits (CPU, 2026-11-24); fp16 ends at 65504,
+// so that comparison is reported (WARN) and not made. The training runs of scripts/gpu/check.sh (lenet
 // --precision bf16/fp16 within 0.5 points of the CPU's test accuracy;
 // resnet20 in both) are the end-to-end check. The comparisons are CHECKs: one
 // run reports every figure.
@@ -114,20 +131,23 @@ struct Case {
   Shape sample;
   int64_t classes, batch;
   bool batchnorm;
-  double grad_tol;    // fp32 gradients
+  double grad_tol;    // fp32 gradients and update, first step
+  double grad_tol1;   // fp32 gradients and update, second step (after a step at lr 0.05; header)
   double logits16;    // 16-bit: logits and loss
   double last16;      // 16-bit: the last Linear's weight and bias gradients
   double grad16;      // 16-bit: every other gradient and the updates
 };
 
 // Bounds and the measurements behind them: the header.
+constexpr float kF16Max = 65504.f;  // fp16's largest finite value
+
 const std::vector<Case> kCases = {
-    {"mlp", Shape{1, 28, 28}, 10, 16, false, 1e-4, 5e-2, 3e-2, 0.15},
-    {"lenet", Shape{1, 28, 28}, 10, 16, false, 1e-4, 5e-2, 3e-2, 0.15},
-    {"keras-cnn", Shape{1, 28, 28}, 10, 16, false, 1e-4, 5e-2, 0.1, 0.15},
-    {"convnet", Shape{1, 28, 28}, 10, 8, false, 5e-2, 5e-2, 3e-2, 0.35},
-    {"resnet20", Shape{3, 32, 32}, 10, 8, true, 1e-2, 5e-2, 3e-2, 0.8},
-    {"resnet50", Shape{3, 64, 64}, 100, 4, true, 5e-2, 5e-2, 3e-2, 0.8},
+    {"mlp", Shape{1, 28, 28}, 10, 16, false, 1e-4, 1e-4, 5e-2, 3e-2, 0.15},
+    {"lenet", Shape{1, 28, 28}, 10, 16, false, 1e-4, 1e-4, 5e-2, 3e-2, 0.15},
+    {"keras-cnn", Shape{1, 28, 28}, 10, 16, false, 1e-4, 1e-4, 5e-2, 0.1, 0.15},
+    {"convnet", Shape{1, 28, 28}, 10, 8, false, 5e-2, 5e-2, 5e-2, 3e-2, 0.35},
+    {"resnet20", Shape{3, 32, 32}, 10, 8, true, 1e-2, 3e-2, 5e-2, 3e-2, 0.8},
+    {"resnet50", Shape{3, 64, 64}, 100, 4, true, 5e-2, 0.15, 5e-2, 8e-2, 0.8},
 };
 
 // One built-in model twice from the same weights: on the CPU, and on the GPU
@@ -254,16 +274,17 @@ TEST_CASE("built-in models: two SGD steps on the GPU match the CPU", "[model]") 
         REQUIRE(sg.count == sc.count);
         CHECK_CLOSE("loss", std::vector<float>{static_cast<float>(sg.loss_sum)},
                       std::vector<float>{static_cast<float>(sc.loss_sum)}, tol);
+        const double grad_tol = step == 0 ? c.grad_tol : c.grad_tol1;
         for (size_t i = 0; i < cpu.params().params().size(); ++i) {
           const Parameter& pc = cpu.params().params()[i];
           const Parameter& pg = gpu.params().params()[i];
-          CHECK_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(), c.grad_tol);
+          CHECK_CLOSE("gradient of " + pc.name, f.download(pg.grad), pc.grad.to_vector(), grad_tol);
         }
         const std::vector<float> before = cpu.params().values().to_vector();
         opt_cpu.step(0.05f);
         opt_gpu.step(0.05f);
         CHECK_CLOSE("parameter update", mp.update(before, f.download(gpu.params().values())),
-                    mp.update(before, cpu.params().values().to_vector()), c.grad_tol);
+                    mp.update(before, cpu.params().values().to_vector()), grad_tol);
         if (!cpu.buffers().params().empty())
           CHECK_CLOSE("running statistics", f.download(gpu.buffers().values()),
                         cpu.buffers().values().to_vector(), tol);
@@ -307,7 +328,7 @@ TEST_CASE("built-in models in bf16 and fp16 on the GPU track the fp32 CPU run", 
         // The control's perturbation: one rounding of the 16-bit type (header).
         const float u = dt == DType::BF16 ? 1.f / 256 : 1.f / 2048;
         const auto bound = [](double fixed, double control) { return std::max(fixed, 2 * control); };
-        double control_logits = 0;
+        double control_logits = 0, control_updates = 0;
         for (int step = 0; step < 2; ++step) {
           const std::vector<float> before_cpu = cpu.params().values().to_vector();
           const std::vector<float> before_gpu = f.download(gpu.params().values());
@@ -333,8 +354,10 @@ TEST_CASE("built-in models in bf16 and fp16 on the GPU track the fp32 CPU run", 
             CHECK_CLOSE("gradient of " + pc.name, g, pc.grad.to_vector(), bound(fixed, ctl.grads[i]));
           }
           mp.step(0.05f);
+          // The update carries momentum: every earlier step's gradients, hence their largest control.
+          control_updates = std::max(control_updates, ctl.all_grads);
           CHECK_CLOSE("parameter update", mp.update(before_gpu, f.download(gpu.params().values())),
-                      mp.update(before_cpu, cpu.params().values().to_vector()), bound(grad_tol, ctl.all_grads));
+                      mp.update(before_cpu, cpu.params().values().to_vector()), bound(grad_tol, control_updates));
           if (step == 0) mallocs_after_first = f.ctx.allocator()->stats().device_mallocs;
           mp.resync();
         }
@@ -353,7 +376,15 @@ TEST_CASE("built-in models in bf16 and fp16 on the GPU track the fp32 CPU run", 
           CHECK_CLOSE("running statistics", f.download(gpu.buffers().values()), cpu.buffers().values().to_vector(),
                         5e-2);
         const auto [ec, eg] = mp.eval_pass();
-        CHECK_CLOSE("evaluation logits", widen(f, eg), ec, bound(c.logits16, control_logits));
+        float largest = 0;
+        for (float v : ec) largest = std::max(largest, std::fabs(v));
+        if (dt == DType::F16 && largest > kF16Max) {
+          // Out of fp16's range on the CPU already: nothing to compare (header).
+          WARN(model << " " << layout_name(layout) << ": the CPU's evaluation logits reach " << largest
+                     << ", beyond fp16's largest value " << kF16Max << "; fp16 evaluation not compared");
+        } else {
+          CHECK_CLOSE("evaluation logits", widen(f, eg), ec, bound(c.logits16, control_logits));
+        }
       }
     }
   }
