@@ -11,7 +11,9 @@
 //                batch, copies from the loader's page-locked slot, and the
 //                compute stream waits for the copy (events: no host stall of
 //                the GPU). Returns once the host batch has been read, so the
-//                loader may refill it.
+//                loader may refill it. The 7th upload starts a profiler's
+//                collection (cudaProfilerStart; ncu --profile-from-start
+//                off): steady-state steps only.
 //   loss_scaler() --precision fp16: the rank's dynamic loss scale on the
 //                device (optim/loss_scaler.h); with --cuda-graph or
 //                --clip-grad-norm, a fixed scale of 1 that carries the
