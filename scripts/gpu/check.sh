@@ -11,7 +11,7 @@
 # tests (parity of every GPU op with its CPU op, the CUDA runtime layer), the
 # NCCL tests at N=1 and the MPI-staged tests with 2 ranks sharing the GPU;
 # then the trainer: lenet on Fashion-MNIST on the CPU and on the GPU (same
-# seed and flags; the GPU's test accuracy must be within 0.5 points), with NCCL
+# flags, seeds 1-5; scripts/gpu/compare_lenet.py compares the accuracies), with NCCL
 # at N=1 and with 2 ranks sharing the GPU through --comm mpi, and each of
 # those two with gradient compression (bf16 over NCCL, fp16 staged), in bf16
 # and fp16 mixed precision (fp16 also over NCCL and across a checkpoint and
@@ -118,8 +118,9 @@ step staged.np2       mpirun -np 2 gpu_mpi_tests "[staged]"
 step nccl_timeout.np1 mpirun -np 1 gpu_mpi_tests "[nccl_timeout]"
 
 # ---- training on the GPU (Fashion-MNIST from the bundle) ----
-TRAIN=(--model lenet --epochs 3 --batch-size 128 --optimizer sgd --lr 0.05 --momentum 0.9 --seed 1 --progress off
+LENET=(--model lenet --epochs 3 --batch-size 128 --optimizer sgd --lr 0.05 --momentum 0.9 --progress off
        --data-dir "$DATA")
+TRAIN=("${LENET[@]}" --seed 1)
 step train.lenet.cpu       trainer "${TRAIN[@]}" --device cpu --metrics-file "$OUT/lenet-cpu.jsonl"
 step train.lenet.cuda      trainer "${TRAIN[@]}" --device cuda --metrics-file "$OUT/lenet-cuda.jsonl"
 step train.lenet.nccl.np1  mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --metrics-file "$OUT/lenet-nccl1.jsonl"
@@ -205,24 +206,25 @@ sys.exit(0 if ok else 1)
 PY
 }
 step compare.clip compare_clip
-# The GPU run must reach the CPU run's test accuracy (within 0.5 points).
-compare_lenet() {
-  host_env "$PY" - "$OUT" <<'PY'
-import json, sys
-out = sys.argv[1]
-def last(name):
-    e = [json.loads(l) for l in open(f"{out}/lenet-{name}.jsonl") if l.strip()]
-    return 100 * [x for x in e if x["type"] == "epoch"][-1]["test_acc"]
-runs = ("cpu", "cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16", "cuda-fp16", "nccl1-fp16",
-        "fp16-resumed", "cuda-graph", "cuda-nhwc", "cuda-nhwc-bf16-graph")
-acc = {n: last(n) for n in runs}
-print("lenet, 3 epochs, test accuracy %:", ", ".join(f"{k} {v:.2f}" for k, v in acc.items()))
-bad = [k for k in runs[1:] if abs(acc[k] - acc["cpu"]) > 0.5]
-print("more than 0.5 points from the CPU run:", ", ".join(bad) or "none")
-sys.exit(1 if bad else 0)
-PY
+# Seeds 2-5 on the CPU (in parallel, 3 threads each) and on the GPU in fp32:
+# three epochs of lenet move by over a point from seed to seed, so the GPU's
+# accuracy is compared as a mean over seeds (scripts/gpu/compare_lenet.py).
+lenet_seeds() {
+  local pids=() rc=0 s
+  for s in 2 3 4 5; do
+    trainer "${LENET[@]}" --seed "$s" --device cpu --threads 3 --metrics-file "$OUT/lenet-cpu-s$s.jsonl" \
+      > "$OUT/lenet-cpu-s$s.out" 2>&1 &
+    pids+=($!)
+  done
+  for s in 2 3 4 5; do
+    trainer "${LENET[@]}" --seed "$s" --device cuda --metrics-file "$OUT/lenet-cuda-s$s.jsonl" || rc=1
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  return $rc
 }
-step compare.lenet compare_lenet
+step train.lenet.seeds lenet_seeds
+# The GPU must reach the CPU's test accuracy: mean over seeds 1-5, and every mode at seed 1.
+step compare.lenet host_env "$PY" "$ROOT/scripts/gpu/compare_lenet.py" "$OUT"
 
 # ---- benchmarks: lockstep vs PyTorch on the same model, batch and precision ----
 bench_lockstep() {  # name model batch [flags...]
@@ -273,6 +275,9 @@ step bench.convnet.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/tor
 step bench.resnet50.lockstep.nhwc      bench_lockstep bench-resnet50-nhwc resnet50 128 --layout nhwc
 step bench.resnet50.torch.eager.nhwc   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" --channels-last
 step bench.resnet50.lockstep.bf16.nhwc bench_lockstep bench-resnet50-bf16-nhwc resnet50 128 --precision bf16 --layout nhwc
+# Its kernels take 46.6 of its 120 ms per step (H100, 2026-11-24): the host is the bound, which graphs remove.
+step bench.resnet50.lockstep.bf16.nhwc.graph bench_lockstep bench-resnet50-bf16-nhwc-graph resnet50 128 --precision bf16 \
+                                         --layout nhwc --cuda-graph
 step bench.resnet50.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
                                          --precision bf16 --channels-last
 # Algorithm choice as PyTorch's: any cuDNN algorithm (atomics allowed) and up to
@@ -285,16 +290,21 @@ step bench.convnet.lockstep.bf16.nhwc.any.graph bench_lockstep bench-convnet-bf1
 step bench.resnet50.lockstep.any       bench_lockstep bench-resnet50-any resnet50 128 "${ANY[@]}"
 step bench.resnet50.lockstep.bf16.nhwc.any bench_lockstep bench-resnet50-bf16-nhwc-any resnet50 128 --precision bf16 \
                                          --layout nhwc "${ANY[@]}"
+step bench.resnet50.lockstep.bf16.nhwc.any.graph bench_lockstep bench-resnet50-bf16-nhwc-any-graph resnet50 128 \
+                                         --precision bf16 --layout nhwc --cuda-graph "${ANY[@]}"
 # ---- profiles (only when CHECK_STEPS names them: CHECK_STEPS='^profile') ----
 # Where a step's GPU time goes, kernel by kernel: Nsight Compute's durations for
 # lockstep (kernel_times.py sums them by name), torch.profiler for PyTorch.
 NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+# The trainer starts collection at its 7th batch (cudaProfilerStart, after the
+# warm-up steps, cuDNN's algorithm search and graph captures): `steps` steady
+# steps are profiled after 6 unprofiled ones.
 profile_lockstep() {  # name steps trainer-flags...
   local name=$1 steps=$2; shift 2
   [[ -n "$NCU" ]] || { echo "no ncu on this machine"; return 77; }
-  host_env "$NCU" --clock-control none --csv --metrics gpu__time_duration.sum --print-units base \
-    --log-file "$OUT/$name.csv" env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$B/bin/trainer" --benchmark --device cuda \
-    --cudnn-benchmark --progress off --max-steps "$steps" "$@" > /dev/null || return 1
+  host_env "$NCU" --clock-control none --profile-from-start off --csv --metrics gpu__time_duration.sum \
+    --print-units base --log-file "$OUT/$name.csv" env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$B/bin/trainer" \
+    --benchmark --device cuda --cudnn-benchmark --progress off --max-steps $((6 + steps)) "$@" > /dev/null || return 1
   host_env "$PY" "$ROOT/scripts/gpu/kernel_times.py" "$OUT/$name.csv" "$steps"
 }
 if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
@@ -309,6 +319,13 @@ if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
     step profile.resnet50.torch.$p    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                         "${R50[@]}" --precision $p --profile --window 2
   done
+  # NHWC in bf16, the tensor-core layout, against PyTorch's channels_last.
+  step profile.resnet50.lockstep.bf16.nhwc profile_lockstep profile-resnet50-bf16-nhwc 2 --model resnet50 \
+                                      --batch-size 128 --precision bf16 --layout nhwc
+  step profile.resnet50.torch.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 \
+                                      --batch-size 128 "${R50[@]}" --precision bf16 --channels-last --profile --window 2
+  step profile.convnet.lockstep.fp32.nhwc profile_lockstep profile-convnet-fp32-nhwc 2 --model convnet \
+                                      --batch-size 1024 --layout nhwc
 fi
 
 # Every machine-readable line in one file.
