@@ -138,6 +138,8 @@ cxxopts::Options make_options() {
       ("seed", "seed for initialisation, shuffling and dropout", s(std::to_string(d.seed)));
   o.add_options("execution")
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
+      ("loader-threads", "threads assembling each batch: reading, synthesising, augmenting (0 = auto: 1 with "
+       "--device cpu; with cuda, the host's cores per process minus 1, at most 4)", s("0"))
       ("device", "auto (the CPU for now; see docs/gpu.md), cpu or cuda", s(d.device))
       ("comm", "GPU gradient averaging: auto (nccl when every local rank has a GPU of its own), nccl, or mpi "
        "(staged through pinned host memory; ranks may share a GPU)", s(d.comm))
@@ -444,6 +446,9 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   const int64_t threads = non_negative("threads");
   LS_CHECK_INPUT(threads <= 1024, "--threads: {} is more than 1024", threads);
   c.threads = static_cast<int>(threads);
+  const int64_t loader_threads = non_negative("loader-threads");
+  LS_CHECK_INPUT(loader_threads <= 64, "--loader-threads: {} is more than 64", loader_threads);
+  c.loader_threads = static_cast<int>(loader_threads);
   c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
   c.comm = one_of("comm", str("comm"), {"auto", "nccl", "mpi"});
   c.precision = one_of("precision", str("precision"), {"fp32", "bf16", "fp16"});

@@ -56,6 +56,7 @@ struct TrainConfig {
   uint64_t seed = 42;
   // execution
   int threads = 0;  // 0 = cores / local processes
+  int loader_threads = 0;  // threads assembling each batch; 0 = auto (1 on the CPU, up to 4 spare cores on a GPU)
   std::string device = "auto";
   std::string comm = "auto";              // GPU gradient transport: auto, nccl or mpi (staged through host memory)
   std::string precision = "fp32";         // fp32, or bf16/fp16 activations with fp32 master weights (GPU)

@@ -6,7 +6,6 @@
 // batches as a run at 1.
 #include "trainer.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -34,6 +33,7 @@
 #include "reductions.h"
 #include "registry.h"
 #include "stop_signals.h"
+#include "thread_counts.h"
 
 namespace lockstep {
 namespace {
@@ -51,13 +51,6 @@ int64_t benchmark_samples(const TrainConfig& c, int64_t global_batch) {
                  "--benchmark: {} steps of {} samples per epoch are too many (give --synthetic-samples)", steps,
                  global_batch);
   return steps * global_batch;
-}
-
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 // Steps between the GPU path's checks that the training loss is finite (each
@@ -78,7 +71,9 @@ Trainer::~Trainer() = default;
 
 void Trainer::setup() {
   const int world = comm_.size();
-  threads_ = c_.threads > 0 ? c_.threads : std::max(1, available_cores() / comm_.local_size());
+  const ThreadCounts tc = thread_counts(c_, comm_.local_size());
+  threads_ = tc.compute;
+  loader_threads_ = tc.loader;
   set_compute_threads(threads_);
 
   // Batches: --global-batch-size splits evenly over ranks and micro-batches;
@@ -315,7 +310,7 @@ void Trainer::start() {
 
 EvalResult Trainer::evaluate() {
   sync_buffers();  // evaluation uses the running statistics: every rank's, averaged
-  PrefetchLoader loader(*test_, eval_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator());
+  PrefetchLoader loader(*test_, eval_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator(), loader_threads_);
   LossAccumulator acc;
   loader.begin(eval_sampler_->batches(), [&](int64_t k, std::vector<int64_t>& out) { eval_sampler_->indices(k, out); });
   for (int64_t k = 0; k < eval_sampler_->batches(); ++k) {
@@ -390,7 +385,7 @@ TrainSummary Trainer::run() {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
   RunRecords records(rank0() ? c_.metrics_file : "", rank0() ? c_.tensorboard_dir : "");
-  PrefetchLoader loader(*train_, micro_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator());
+  PrefetchLoader loader(*train_, micro_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator(), loader_threads_);
   const bool crop_flip = augmentation(c_) == "crop-flip";  // training batches only; evaluate() never augments
   const bool progress_on =
       rank0() && (c_.progress == "on" || (c_.progress == "auto" && isatty(STDOUT_FILENO) && !under_job_launcher()));
@@ -479,8 +474,10 @@ TrainSummary Trainer::run() {
         dev_->synchronize();
       }
       const auto now = Clock::now();
+      const double data_wait = loader.take_wait_seconds();  // every step: the warm-up's waits are dropped
       if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
         measured_seconds += std::chrono::duration<double>(now - tick).count();
+        sum.data_wait_seconds += data_wait;
         measured_images += static_cast<double>(micro_batch_ * K * world);
         // With --cuda-graph the collectives run inside the replayed graph, out of
         // the host's sight: only eager and capture steps can be measured.

@@ -61,6 +61,7 @@ struct TrainSummary {
   double test_loss = 0;
   double train_seconds = 0;
   double comm_wait_seconds = 0;  // step() waiting for gradient reduction, same steps as images_per_sec
+  double data_wait_seconds = 0;  // the loop waiting for its next batch (PrefetchLoader::next), same steps
   double measured_seconds = 0;   // training time those figures cover
   bool reached_target = false;   // --target-accuracy reached (then training stopped early)
   int stopped_by = 0;            // the signal whose stop request ended training early (all ranks agreed), or 0
@@ -126,6 +127,7 @@ class Trainer {
   Communicator& comm_;
   Logger log_;
   int threads_ = 1;
+  int loader_threads_ = 1;  // PrefetchLoader workers (--loader-threads)
   int64_t global_batch_ = 0, micro_batch_ = 0, eval_batch_ = 0;
   int64_t steps_per_epoch_ = 0, total_steps_ = 0, epochs_ = 0;
   // --device cuda: the GPU context, streams and NCCL. Declared before every

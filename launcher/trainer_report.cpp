@@ -48,6 +48,14 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
                throughput, kWarmupSteps);
   const double measured_steps = t.measured_images / static_cast<double>(global_batch_);
   const double ms_per_step = measured_steps > 0 ? 1e3 * t.measured_seconds / measured_steps : 0.0;
+  // Input-bound: the step waited for its batch (PrefetchLoader) a tenth of the
+  // time or more, and at least 1 ms per step (tiny steps' waits are noise).
+  const double data_fraction = t.measured_seconds > 0 ? sum.data_wait_seconds / t.measured_seconds : 0.0;
+  const double data_ms = measured_steps > 0 ? 1e3 * sum.data_wait_seconds / measured_steps : 0.0;
+  if (data_fraction >= 0.1 && data_ms >= 1.0 && rank0())
+    log_->warn("input-bound: training waited for its next batch {:.0f}% of the timed steps ({:.1f} ms per step); "
+               "more --loader-threads (now {}) may help",
+               100 * data_fraction, data_ms, loader_threads_);
   if (c_.benchmark)
     log_->info("benchmark: {} on {} samples, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
                "{:.1f} ms per step ({} steps timed, {} warm-up steps left out)",
@@ -66,6 +74,8 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
       {"comm_wait_seconds", sum.comm_wait_seconds},
       {"exposed_comm_fraction", t.measured_seconds > 0 ? sum.comm_wait_seconds / t.measured_seconds : 0.0},
+      {"data_wait_seconds", sum.data_wait_seconds}, {"data_wait_fraction", data_fraction},
+      {"loader_threads", loader_threads_},
       {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}};
   summary.update(memory);
   records.write(summary);

@@ -91,7 +91,7 @@ run_tsan() {
     mpirun -np 4 --oversubscribe "$TSAN_BUILD/tests/mpi_tests"
   step "watchdog and prefetch-loader unit tests" "$TSAN_BUILD/tests/lockstep_tests" "[watchdog],[data]"
   local train=(--model lenet --dataset synthetic --synthetic-samples 512 --batch-size 32 --epochs 1 --threads 1
-               --collective-timeout 30 --progress off)
+               --collective-timeout 30 --progress off --loader-threads 2)
   step "trainer, 2 ranks, overlap, shared-memory buckets, watchdog, timeline" \
     mpirun -np 2 --oversubscribe "$TSAN_BUILD/trainer" "${train[@]}" --timeline "$work/trace.json"
   step "trainer, 2 ranks, overlap, MPI buckets (bf16 wire, 5 buckets)" \

@@ -1,23 +1,28 @@
-// PrefetchLoader: one producer thread, one consumer, a ring of slots.
+// PrefetchLoader: one producer thread (and its helpers), one consumer, a ring of slots.
 // Slot of batch j is j % depth. The producer may fill batch j once the consumer
 // has released batch j - depth, i.e. when j < consumed - 1 + depth (the batch the
 // consumer holds is released by its next call to next()).
 #include "data/loader.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace lockstep {
 
-PrefetchLoader::PrefetchLoader(const Dataset& data, int64_t max_batch, int depth, std::shared_ptr<Allocator> host)
-    : data_(data), max_batch_(max_batch), depth_(depth) {
+PrefetchLoader::PrefetchLoader(const Dataset& data, int64_t max_batch, int depth, std::shared_ptr<Allocator> host,
+                               int workers)
+    : data_(data), max_batch_(max_batch), depth_(depth), workers_(workers) {
   LS_CHECK(depth >= 2, "prefetch depth {} must be at least 2", depth);
   LS_CHECK(max_batch > 0, "batch size {} must be positive", max_batch);
+  LS_CHECK(workers >= 1 && workers <= 64, "loader workers {} outside [1, 64]", workers);
   std::vector<int64_t> d{max_batch};
   const Shape sample = data.sample_shape();  // named: a range-for over a temporary's dims() would dangle
   for (int64_t e : sample.dims()) d.push_back(e);
   for (int i = 0; i < depth; ++i)
     slots_.push_back({Tensor::zeros(Shape(std::span<const int64_t>(d)), DType::F32, host),
                       Tensor::zeros(Shape{max_batch}, DType::I32, host), 0});
+  part_errors_.resize(static_cast<size_t>(workers));
+  for (int p = 1; p < workers; ++p) helpers_.emplace_back([this, p] { help(p); });
   thread_ = std::thread([this] { run(); });
 }
 
@@ -27,7 +32,13 @@ PrefetchLoader::~PrefetchLoader() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  thread_.join();  // a batch in assembly finishes first (its helpers' parts too)
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    pool_stop_ = true;
+  }
+  pool_cv_.notify_all();
+  for (std::thread& h : helpers_) h.join();
 }
 
 void PrefetchLoader::begin(int64_t count, Plan plan, Transform transform) {
@@ -84,9 +95,10 @@ void PrefetchLoader::run() {
       LS_CHECK(static_cast<int64_t>(indices.size()) <= max_batch_, "batch of {} samples exceeds the loader's {}",
                indices.size(), max_batch_);
       Batch& slot = slots_[static_cast<size_t>(j % depth_)];
-      data_.fill(indices, slot.images.data<float>(), slot.labels.data<int32_t>());
-      if (transform) transform(j, indices, slot.images.data<float>());
-      slot.index = static_cast<int64_t>(indices.size());
+      const auto n = static_cast<int64_t>(indices.size());
+      assemble(Job{j, indices, &slot, transform ? &transform : nullptr,
+                   static_cast<int>(std::clamp<int64_t>(n, 1, workers_))});
+      slot.index = n;
     } catch (...) {
       err = std::current_exception();
     }
@@ -97,6 +109,64 @@ void PrefetchLoader::run() {
     else
       ++produced_;
     cv_.notify_all();
+  }
+}
+
+// Part p of job.parts: samples [n * p / parts, n * (p + 1) / parts).
+void PrefetchLoader::assemble_part(const Job& job, int p) const {
+  const auto n = static_cast<int64_t>(job.indices.size());
+  const int64_t b = n * p / job.parts, e = n * (p + 1) / job.parts;
+  if (b == e) return;
+  const int64_t per = data_.sample_shape().numel();
+  const std::span<const int64_t> part = job.indices.subspan(static_cast<size_t>(b), static_cast<size_t>(e - b));
+  float* images = job.slot->images.data<float>() + b * per;
+  data_.fill(part, images, job.slot->labels.data<int32_t>() + b);
+  if (job.transform) (*job.transform)(job.k, part, images);
+}
+
+void PrefetchLoader::assemble(const Job& job) {
+  if (job.parts == 1) {
+    assemble_part(job, 0);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    job_ = job;
+    parts_left_ = job.parts - 1;
+    for (auto& e : part_errors_) e = nullptr;
+    ++generation_;
+  }
+  pool_cv_.notify_all();
+  try {
+    assemble_part(job, 0);
+  } catch (...) {
+    part_errors_[0] = std::current_exception();  // only this thread writes part 0's
+  }
+  std::unique_lock<std::mutex> lock(pool_mu_);
+  pool_done_cv_.wait(lock, [&] { return parts_left_ == 0; });
+  for (const auto& e : part_errors_)
+    if (e) std::rethrow_exception(e);
+}
+
+void PrefetchLoader::help(int part) {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(pool_mu_);
+  while (true) {
+    pool_cv_.wait(lock, [&] { return pool_stop_ || generation_ != seen; });
+    if (pool_stop_) return;
+    seen = generation_;
+    if (part >= job_.parts) continue;  // a batch smaller than the workers
+    const Job job = job_;
+    lock.unlock();
+    std::exception_ptr err;
+    try {
+      assemble_part(job, part);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lock.lock();
+    part_errors_[static_cast<size_t>(part)] = err;
+    if (--parts_left_ == 0) pool_done_cv_.notify_all();
   }
 }
 

@@ -1,13 +1,23 @@
 // PrefetchLoader: a background thread assembles batches (sample indices ->
 // normalised float images + labels) into a ring of `depth` slots while the
-// training step runs, so the next batch is ready when the step ends.
+// training step runs, so the next batch is ready when the step ends. With
+// `workers` > 1 it splits each batch's samples into that many contiguous parts
+// and assembles them on as many threads (itself and workers - 1 helpers), as
+// a data loader's workers do: synthesising ImageNet-sized samples takes ~48 ms
+// per 128 on one Zen 4 core, as long as a GPU's whole resnet50 bf16 step.
 //
 // Protocol: begin(count, plan[, transform]) starts a sequence of `count`
 // batches whose indices come from plan(k, out). If given, transform(k, indices,
 // images) then edits batch k's images ([n, C, H, W] fp32, n = indices.size())
-// in place on the producer thread (augmentation). next() returns batch k in
-// order; the batch stays valid until the following next() or begin(). Producer
-// errors, the plan's and the transform's included, are rethrown from next().
+// in place (augmentation). next() returns batch k in order; the batch stays
+// valid until the following next() or begin(). Producer errors, the plan's,
+// the dataset's and the transform's included, are rethrown from next().
+// Concurrency: plan runs on the producer thread only, one batch after
+// another; with workers > 1, Dataset::fill and transform run concurrently on
+// disjoint parts of one batch (transform(k, part_indices, part_images)), so
+// both must treat samples independently (fill is const; the trainer's
+// augmentation is keyed by sample index). The batch is the same for any
+// number of workers.
 #pragma once
 
 #include <condition_variable>
@@ -37,7 +47,7 @@ class PrefetchLoader {
   // `host`: where the batch slots live (page-locked memory from the GPU path,
   // so host -> device copies of a batch are asynchronous DMA).
   PrefetchLoader(const Dataset& data, int64_t max_batch, int depth = 3,
-                 std::shared_ptr<Allocator> host = cpu_allocator());
+                 std::shared_ptr<Allocator> host = cpu_allocator(), int workers = 1);
   ~PrefetchLoader();
   PrefetchLoader(const PrefetchLoader&) = delete;
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;
@@ -46,9 +56,21 @@ class PrefetchLoader {
   const Batch& next();
   // Seconds the consumer spent blocked in next() since the last call (data wait).
   double take_wait_seconds();
+  int workers() const { return workers_; }
 
  private:
+  // One batch's assembly, split into `parts` contiguous ranges of samples.
+  struct Job {
+    int64_t k = 0;
+    std::span<const int64_t> indices;
+    Batch* slot = nullptr;
+    const Transform* transform = nullptr;
+    int parts = 1;
+  };
   void run();
+  void assemble(const Job& job);              // on the producer: its part 0, the helpers' parts, errors rethrown
+  void assemble_part(const Job& job, int p) const;
+  void help(int part);                        // helper thread `part` (1 .. workers - 1)
 
   const Dataset& data_;
   const int64_t max_batch_;
@@ -64,6 +86,18 @@ class PrefetchLoader {
   bool filling_ = false, stop_ = false;
   std::exception_ptr error_;
   double wait_seconds_ = 0;
+
+  // The helpers: a new job (generation) wakes them; the producer waits until
+  // parts_left_ (its helpers' parts) is 0.
+  const int workers_;
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_, pool_done_cv_;
+  Job job_;
+  uint64_t generation_ = 0;
+  int parts_left_ = 0;
+  std::vector<std::exception_ptr> part_errors_;
+  bool pool_stop_ = false;
+  std::vector<std::thread> helpers_;
   std::thread thread_;  // last: starts after everything above exists
 };
 

@@ -8,9 +8,10 @@
 # own banner) and every rank exits. --help must exit 0 with the usage on
 # stdout. Rows run concurrently: most of a row's time is MPI start-up.
 # usage: bad_input.sh bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small bench_overhead
+#                     bench_loader
 set -u
 declare -A BIN=([bench_layers]=$1 [bench_allreduce]=$2 [bench_fusion]=$3 [bench_sgemm]=$4 [bench_gemm_small]=$5
-                [bench_overhead]=$6)
+                [bench_overhead]=$6 [bench_loader]=$7)
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 LIMIT=30
@@ -110,8 +111,20 @@ row sgemm-positional bench_sgemm "unexpected argument '512' (see --help)" 512
 row gemm-small-flag bench_gemm_small "unknown option '--shape' (see --help)" --shape 16
 row gemm-small-positional bench_gemm_small "unexpected argument '16' (see --help)" 16
 
+# bench_loader
+row loader-unknown-key bench_loader "unknown option '--threads' (see --help)" --threads 2
+row loader-positional bench_loader "unexpected argument '4' (see --help)" 4
+row loader-trailing bench_loader "--workers needs a value" --workers
+row loader-zero-workers bench_loader "--workers must be an integer from 1 to 64, got '0'" --workers 1,0
+row loader-text-workers bench_loader "--workers must be an integer from 1 to 64, got 'two'" --workers two
+row loader-empty-workers bench_loader "--workers must list worker counts, got ''" --workers ''
+row loader-zero-batch bench_loader "--batch-size must be an integer from 1 to 4096, got '0'" --batch-size 0
+row loader-huge-batch bench_loader "--batch-size 4096 of 64 x 1024 x 1024 samples is more than 2^30 values" \
+  --batch-size 4096 --channels 64 --image-size 1024
+row loader-zero-rounds bench_loader "--rounds must be an integer from 1 to 1000, got '0'" --rounds 0
+
 # Positive: --help (and -h) print the usage and exit 0.
-for tool in bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small bench_overhead; do
+for tool in bench_layers bench_allreduce bench_fusion bench_sgemm bench_gemm_small bench_overhead bench_loader; do
   start help "$tool-help" "$tool" "" --help
   start help "$tool-h" "$tool" "" -h
 done

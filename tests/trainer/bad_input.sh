@@ -251,6 +251,9 @@ row negative-lr 2 trainer "--lr: -1 must be positive" -- --lr -1
 row nan-lr 2 trainer "--lr: 'nan' is not a finite number" -- --lr nan
 row big-momentum 2 trainer "--momentum: 1.5 must be in [0, 1)" -- --momentum 1.5
 row negative-threads 2 trainer "--threads: -1 must not be negative" -- --threads -1
+row negative-loader-threads 2 trainer "--loader-threads: -2 must not be negative" -- --loader-threads -2
+row many-loader-threads 2 trainer "--loader-threads: 65 is more than 64" -- --loader-threads 65
+row env-loader-threads 2 trainer "LOCKSTEP_LOADER_THREADS=x: --loader-threads" LOCKSTEP_LOADER_THREADS=x -- $SYN
 row missing-data-dir 2 trainer "--data-dir: $WORK/nope is not a directory" -- --data-dir "$WORK/nope"
 row unknown-dataset 2 trainer "--dataset: 'imagenet' is not one of" -- --dataset imagenet
 row unknown-optimizer 2 trainer "--optimizer: 'lamb' is not one of sgd, adam, adamw" -- --optimizer lamb

@@ -1,8 +1,12 @@
 // Samplers (the distributed data contract), synthetic data and the prefetch loader.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <mutex>
 #include <set>
+#include <thread>
 
+#include "data/augment.h"
 #include "data/loader.h"
 #include "data/sampler.h"
 #include "data/synthetic.h"
@@ -118,4 +122,82 @@ TEST_CASE("a failing batch surfaces as an exception from next()", "[data]") {
   loader.begin(3, [](int64_t k, std::vector<int64_t>& out) { out.assign(2, k == 1 ? 999 : 0); });
   CHECK_NOTHROW(loader.next());
   CHECK_THROWS_AS(loader.next(), Error);
+}
+
+// Workers split each batch into contiguous parts (loader.h): the batches, with
+// augmentation, must be the same for any number of workers, including more
+// workers than samples; the work is really spread (several threads ran parts).
+TEST_CASE("the prefetch loader's workers assemble the same batches as one thread", "[data]") {
+  const Shape shape{3, 12, 12};
+  SyntheticDataset d("s", shape, 10, 200, 7);
+  const auto plan = [](int64_t k, std::vector<int64_t>& out) {
+    out.clear();
+    for (int64_t j = 0; j < 1 + (k * 5) % 17; ++j) out.push_back((k * 13 + j * 3) % 200);  // 1 to 17 samples
+  };
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  const PrefetchLoader::Transform augment = [&](int64_t, std::span<const int64_t> idx, float* images) {
+    crop_flip_batch(images, idx, shape, 7, 2);
+    std::lock_guard<std::mutex> lock(mu);
+    threads.insert(std::this_thread::get_id());
+  };
+  std::vector<std::vector<float>> reference;
+  for (int workers : {1, 3, 8, 32}) {
+    CAPTURE(workers);
+    threads.clear();
+    PrefetchLoader loader(d, 17, 3, cpu_allocator(), workers);
+    REQUIRE(loader.workers() == workers);
+    loader.begin(24, plan, augment);
+    for (int64_t k = 0; k < 24; ++k) {
+      const Batch& b = loader.next();
+      REQUIRE(b.size() == 1 + (k * 5) % 17);
+      std::vector<float> v = b.images.to_vector();
+      for (int64_t j = 0; j < b.size(); ++j) v.push_back(static_cast<float>(b.labels.data<int32_t>()[j]));
+      if (workers == 1)
+        reference.push_back(std::move(v));
+      else
+        REQUIRE(v == reference[static_cast<size_t>(k)]);
+    }
+    CHECK(static_cast<int>(threads.size()) == std::min(workers, 17));  // the largest batch used every part
+  }
+}
+
+TEST_CASE("a failing part of a batch surfaces from next(), and the loader goes on", "[data]") {
+  SyntheticDataset d("s", Shape{1, 2, 2}, 3, 50, 1);
+  PrefetchLoader loader(d, 8, 3, cpu_allocator(), 4);
+  // Batch 1's sample at position 6 (in the last worker's part) is out of range.
+  loader.begin(3, [](int64_t k, std::vector<int64_t>& out) {
+    out.assign(8, 0);
+    if (k == 1) out[6] = 999;
+  });
+  CHECK_NOTHROW(loader.next());
+  CHECK_THROWS_AS(loader.next(), Error);
+  // A new sequence on the same loader works.
+  loader.begin(2, [](int64_t, std::vector<int64_t>& out) { out.assign(8, 1); });
+  CHECK(loader.next().size() == 8);
+  CHECK(loader.next().size() == 8);
+}
+
+// The consumer's wait for a batch (data wait: the trainer's input-bound
+// figure) is measured and reset by take_wait_seconds. A dataset that takes at
+// least 100 ms per batch makes the first next(), called right after begin(),
+// wait at least 20 ms (80 ms of slack for the calls in between).
+TEST_CASE("the prefetch loader reports how long the consumer waited", "[data]") {
+  struct Slow final : Dataset {
+    SyntheticDataset inner{"s", Shape{1, 2, 2}, 3, 50, 1};
+    std::string name() const override { return "slow"; }
+    int64_t size() const override { return inner.size(); }
+    Shape sample_shape() const override { return inner.sample_shape(); }
+    int64_t num_classes() const override { return inner.num_classes(); }
+    void fill(std::span<const int64_t> idx, float* images, int32_t* labels) const override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      inner.fill(idx, images, labels);
+    }
+  } slow;
+  PrefetchLoader loader(slow, 4, 2);
+  CHECK(loader.take_wait_seconds() == 0.0);
+  loader.begin(2, [](int64_t, std::vector<int64_t>& out) { out.assign(4, 1); });
+  loader.next();
+  CHECK(loader.take_wait_seconds() >= 0.02);
+  CHECK(loader.take_wait_seconds() == 0.0);  // taken: reset
 }
