@@ -267,6 +267,8 @@ TORCH_R50=(--model resnet50 --batch-size 128 --channels 3 --image-size 224 --cla
 step bench.convnet.lockstep.nhwc       bench_lockstep bench-convnet-nhwc convnet 1024 --layout nhwc
 step bench.convnet.torch.eager.nhwc    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
                                          --channels-last
+# fp32 NHWC with deterministic algorithms is slow (docs/gpu.md): the trainer says so.
+step bench.convnet.nhwc.fp32.warning grep -q "layout nhwc in fp32" "$OUT/bench.convnet.lockstep.nhwc.log"
 step bench.convnet.lockstep.bf16.nhwc  bench_lockstep bench-convnet-bf16-nhwc convnet 1024 --precision bf16 --layout nhwc
 step bench.convnet.lockstep.bf16.nhwc.graph bench_lockstep bench-convnet-bf16-nhwc-graph convnet 1024 --precision bf16 \
                                          --layout nhwc --cuda-graph
