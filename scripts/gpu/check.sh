@@ -277,7 +277,8 @@ step bench.convnet.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/tor
 step bench.resnet50.lockstep.nhwc      bench_lockstep bench-resnet50-nhwc resnet50 128 --layout nhwc
 step bench.resnet50.torch.eager.nhwc   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" --channels-last
 step bench.resnet50.lockstep.bf16.nhwc bench_lockstep bench-resnet50-bf16-nhwc resnet50 128 --precision bf16 --layout nhwc
-# Its kernels take 46.6 of its 120 ms per step (H100, 2026-11-24): the host is the bound, which graphs remove.
+# Its kernels took 46.6 of its 120 ms per step (H100, 2026-11-24): the host was the bound, its input
+# (since: --loader-threads) and its launches (which a graph takes off it).
 step bench.resnet50.lockstep.bf16.nhwc.graph bench_lockstep bench-resnet50-bf16-nhwc-graph resnet50 128 --precision bf16 \
                                          --layout nhwc --cuda-graph
 step bench.resnet50.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
