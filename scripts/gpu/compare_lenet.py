@@ -34,7 +34,11 @@ def test_accuracy(out, name):
         records = [json.loads(l) for l in open(path) if l.strip()]
     except OSError as e:
         sys.exit(f"compare_lenet.py: {path}: {e.strerror}")
-    epochs = [r for r in records if r.get("type") == "epoch"]
+    except ValueError as e:
+        sys.exit(f"compare_lenet.py: {path}: not JSON Lines ({e})")
+    epochs = [r for r in records if isinstance(r, dict) and r.get("type") == "epoch"]
+    if epochs and not isinstance(epochs[-1].get("test_acc"), (int, float)):
+        sys.exit(f"compare_lenet.py: {path}: the last epoch record has no numeric test_acc")
     if not epochs:
         sys.exit(f"compare_lenet.py: {path}: no epoch records")
     return 100 * epochs[-1]["test_acc"]
