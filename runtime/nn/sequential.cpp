@@ -155,6 +155,14 @@ const Tensor& Sequential::forward_but_last(const Tensor& x_in, const ForwardCont
   return run_forward(x_in, ctx, layers_.size() - 1, &output);
 }
 
+void Sequential::set_parameter_wait_hook(ParameterWaitHook hook) {
+  wait_hook_ = std::move(hook);
+  wait_from_.assign(layers_.size(), -1);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (const Parameter* p : layers_[i]->parameters())
+      wait_from_[i] = wait_from_[i] < 0 ? p->offset : std::min(wait_from_[i], p->offset);
+}
+
 const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& ctx, size_t count,
                                       const Tensor* last_output) {
   const Shape& in = x_in.shape();
@@ -206,11 +214,7 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
     const bool external = last_output && i + 1 == layers_.size();
     if (aliasing_[i] != Aliasing::None && !external) acts_[i] = cur->reshape(shapes_[i]);
     if (i < count && aliasing_[i] != Aliasing::Fused) {
-      if (wait_hook_ && layers_[i]->has_parameters()) {
-        int64_t from = INT64_MAX;
-        for (const Parameter* p : layers_[i]->parameters()) from = std::min(from, p->offset);
-        wait_hook_(from);
-      }
+      if (wait_hook_ && i < wait_from_.size() && wait_from_[i] >= 0) wait_hook_(wait_from_[i]);
       const auto t0 = observer_ ? Clock::now() : Clock::time_point();
       layers_[i]->forward(*cur, acts_[i], ctx);
       if (observer_) observer_(i, Phase::Forward, t0, Clock::now());

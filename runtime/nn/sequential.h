@@ -87,7 +87,8 @@ class Sequential {
   void backward(const BackwardContext& ctx, Tensor* input_grad = nullptr, const Tensor* output_grad = nullptr);
 
   void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
-  void set_parameter_wait_hook(ParameterWaitHook hook) { wait_hook_ = std::move(hook); }
+  // Set after the parameters are declared: each layer's lowest offset is found once, here.
+  void set_parameter_wait_hook(ParameterWaitHook hook);
   void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
   // Let a Conv2d/Linear apply a following ReLU in its own epilogue (default on;
   // takes effect at the next allocation).
@@ -151,6 +152,7 @@ class Sequential {
   Tensor layout_buf_, layout_grad_buf_;  // with a reorder: the input and its gradient in layout_, capacity elements
   GradReadyHook hook_;
   ParameterWaitHook wait_hook_;
+  std::vector<int64_t> wait_from_;  // per layer: its parameters' lowest offset, -1 without parameters
   LayerObserver observer_;
   bool fusion_ = true;
 };
