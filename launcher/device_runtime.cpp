@@ -30,10 +30,10 @@ std::string resolve_comm(const std::string& comm, int local_size) {
 }
 
 // A profiler started with collection off (ncu --profile-from-start off) sees
-// the device work from this batch upload on: past the trainer's 5 timed-out
+// the device work from this training step on: past the trainer's 5 timed-out
 // warm-up steps, cuDNN's algorithm search and --cuda-graph's captures (steps
 // 3-4), so only steady-state steps. Without a profiler attached it does nothing.
-constexpr int64_t kProfileFromUpload = 7;
+constexpr int64_t kProfileFromStep = 7;
 
 }  // namespace
 
@@ -92,7 +92,7 @@ struct DeviceRuntime::Impl {
   int next = 0;
   bool any = false;
   Batch current;
-  int64_t uploads = 0;
+  int64_t steps_begun = 0;
 
   // --cuda-graph
   struct HostStep {
@@ -136,7 +136,6 @@ std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return impl_->pinne
 
 const Batch& DeviceRuntime::upload(const Batch& host) {
   Impl& m = *impl_;
-  if (++m.uploads == kProfileFromUpload) LS_CUDA_CHECK(cudaProfilerStart());
   const cuda::Stream& compute = m.ctx.stream();
   // Everything reading the previous batch's slot is queued by now.
   if (m.any) {
@@ -169,6 +168,10 @@ const Batch& DeviceRuntime::upload(const Batch& host) {
   m.next ^= 1;
   m.any = true;
   return m.current;
+}
+
+void DeviceRuntime::begin_step() {
+  if (++impl_->steps_begun == kProfileFromStep) LS_CUDA_CHECK(cudaProfilerStart());
 }
 
 LossScaler* DeviceRuntime::loss_scaler() { return impl_->scaler.get(); }
@@ -281,6 +284,7 @@ const std::string& DeviceRuntime::comm_mode() const {
 std::shared_ptr<Allocator> DeviceRuntime::device_allocator() { return cpu_allocator(); }
 std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return cpu_allocator(); }
 const Batch& DeviceRuntime::upload(const Batch& host) { return host; }
+void DeviceRuntime::begin_step() {}
 LossScaler* DeviceRuntime::loss_scaler() { return nullptr; }
 LossScaleState DeviceRuntime::read_loss_scale() { LS_THROW("no GPU in this build"); }
 DeviceRuntime::StepScalars DeviceRuntime::set_step(float, int64_t) { LS_THROW("no GPU in this build"); }

@@ -64,6 +64,7 @@ class DeviceRuntime {
   std::shared_ptr<Allocator> host_allocator();  // page-locked: the loaders' batch slots
 
   const Batch& upload(const Batch& host);
+  void begin_step();
   LossScaler* loss_scaler();  // --precision fp16, --cuda-graph or --clip-grad-norm; null otherwise
   LossScaleState read_loss_scale();  // waits for the device (fp16, --cuda-graph or --clip-grad-norm)
   void restore_loss_scale(const LossScaleState& s);  // fp16 only

@@ -104,7 +104,10 @@ cxxopts::Options make_options() {
       ("image-size", "height and width of synthetic and --benchmark samples (0 = the model's; an explicit "
        "--synthetic-shape wins)", s("0"))
       ("benchmark", "throughput benchmark: synthetic data shaped for --model, no evaluation, images/s and ms per step "
-       "at the end (first 5 steps excluded)", cxxopts::value<bool>()->default_value("false"));
+       "at the end (first 5 steps excluded)", cxxopts::value<bool>()->default_value("false"))
+      ("benchmark-input", "--benchmark's batches: loader (each step's batch assembled by the loader and, on a GPU, "
+       "copied to it, as in training) or fixed (one batch, made and placed on the device once, trained on every "
+       "step, as Horovod's and our PyTorch benchmark scripts do)", s(d.benchmark_input));
   o.add_options("schedule")
       ("epochs", "training epochs", s(std::to_string(d.epochs)))
       ("max-steps", "stop after this many optimizer steps (0 = no limit)", s("0"))
@@ -406,6 +409,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.benchmark = r["benchmark"].as<bool>();
   if (c.benchmark && !r.count("dataset")) c.dataset = "synthetic";
   if (c.benchmark && !r.count("synthetic-samples")) c.synthetic_samples = 0;
+  c.benchmark_input = one_of("benchmark-input", str("benchmark-input"), {"loader", "fixed"});
   c.epochs = positive("epochs");
   c.max_steps = non_negative("max-steps");
   c.batch_size = positive("batch-size");
@@ -542,6 +546,10 @@ void check_combinations(const TrainConfig& c) {
   LS_CHECK_INPUT(!c.benchmark || c.dataset == "synthetic",
                  "--benchmark and --dataset {}: benchmark mode trains on synthetic data shaped for the model (drop "
                  "--dataset)", c.dataset);
+  LS_CHECK_INPUT(c.benchmark || c.benchmark_input == TrainConfig{}.benchmark_input,
+                 "--benchmark-input {}: needs --benchmark (training reads a new batch every step)", c.benchmark_input);
+  LS_CHECK_INPUT(c.benchmark_input != "fixed" || c.augment != "crop-flip",
+                 "--benchmark-input fixed and --augment crop-flip: the one fixed batch is made once, not augmented");
   LS_CHECK_INPUT(!c.benchmark || c.target_accuracy == 0.f,
                  "--benchmark and --target-accuracy: benchmark mode does not evaluate");
   LS_CHECK_INPUT(c.image_size == 0 || c.dataset == "synthetic",

@@ -27,6 +27,7 @@ struct TrainConfig {
   int64_t synthetic_samples = 10000;               // 0 (--benchmark without it): enough for the run's steps
   int64_t image_size = 0;                          // H = W of synthetic samples (0 = the model's)
   bool benchmark = false;  // synthetic data shaped for the model, no evaluation, images/s and ms per step at the end
+  std::string benchmark_input = "loader";  // --benchmark: loader (a new batch each step) | fixed (one device batch)
   // schedule
   int64_t epochs = 10;
   int64_t max_steps = 0;  // 0 = no limit

@@ -359,7 +359,7 @@ std::pair<double, int64_t> Trainer::clip_state() {
 
 void Trainer::graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
                          bool epoch_end) {
-  const Batch& b = dev_->upload(loader.next());
+  const Batch& b = next_batch(loader);
   // The learning rate and step counter go to device memory, where the
   // captured kernels read them (the optimizer through the step state,
   // dropout through the context); host values in a graph would be frozen.
@@ -407,6 +407,7 @@ TrainSummary Trainer::run() {
   // whole run (reset each epoch), so a captured step's pointers into it hold.
   LossAccumulator train_loss;
   const bool fp16 = c_.precision == "fp16";
+  if (c_.benchmark_input == "fixed") make_fixed_batch(loader);
 
   while (progress_.step < total_steps_) {
     const int64_t epoch = progress_.epoch, s0 = progress_.step_in_epoch;
@@ -419,12 +420,14 @@ TrainSummary Trainer::run() {
       augment = [this, epoch, shape = train_->sample_shape()](int64_t, std::span<const int64_t> idx, float* images) {
         crop_flip_batch(images, idx, shape, c_.seed, epoch);
       };
-    loader.begin(
-        steps_now * K,
-        [&](int64_t k, std::vector<int64_t>& out) {
-          sampler_->indices(epoch, s0 + k / K, out, static_cast<int>(k % K));
-        },
-        std::move(augment));
+    if (!fixed_batch_.images.defined()) {
+      loader.begin(
+          steps_now * K,
+          [&](int64_t k, std::vector<int64_t>& out) {
+            sampler_->indices(epoch, s0 + k / K, out, static_cast<int>(k % K));
+          },
+          std::move(augment));
+    }
     bar.start(label, steps_now);
     train_loss.reset();
     records.begin_epoch();
@@ -433,13 +436,13 @@ TrainSummary Trainer::run() {
     auto tick = t_epoch;
     for (int64_t s = 0; s < steps_now; ++s) {
       tracker_.set_step(progress_.step + 1);  // the step being worked on, counted from 1
+      if (dev_) dev_->begin_step();
       if (c_.cuda_graph) {
         graph_step(net, loader, train_loss, batch_mean, s + 1 == steps_now);
       } else {
         for (int micro = 0; micro < K; ++micro) {
           const auto t_wait = Clock::now();
-          const Batch& hb = loader.next();
-          const Batch& b = dev_ ? dev_->upload(hb) : hb;  // GPU: queued copy on the copy stream
+          const Batch& b = next_batch(loader);
           if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
           const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro),
                                     bn_sync_.get(), gpu()};

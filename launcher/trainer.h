@@ -108,6 +108,13 @@ class Trainer {
   // and at `epoch_end`.
   void graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
                   bool epoch_end);
+  // The micro-step's batch: --benchmark-input fixed's one batch, or the
+  // loader's next (on the GPU, its upload queued on the copy stream).
+  const Batch& next_batch(PrefetchLoader& loader);
+  // --benchmark-input fixed: the rank's first micro-batch of the run, made by
+  // the loader once and kept on the device (memory from the device allocator),
+  // as Horovod's synthetic benchmark and scripts/bench/torch_*.py hold theirs.
+  void make_fixed_batch(PrefetchLoader& loader);
   cuda::Context* gpu() const { return dev_ ? &dev_->gpu() : nullptr; }
   // Warm-up steps excluded from the summary's images/s.
   static constexpr int64_t kWarmupSteps = 5;
@@ -146,6 +153,7 @@ class Trainer {
     float scale = 0.f;  // 0: the checkpoint had none
     int64_t good_steps = 0, skipped = 0;
   } resumed_loss_scale_;  // rank 0, from the checkpoint; start() hands it to every rank
+  Batch fixed_batch_;  // --benchmark-input fixed (undefined otherwise)
   std::unique_ptr<Timeline> timeline_;
   std::string build_id_;
   mutable CollectiveTracker tracker_;  // progress record (atomics), written from const paths too

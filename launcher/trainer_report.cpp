@@ -57,15 +57,17 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
                "more --loader-threads (now {}) may help",
                100 * data_fraction, data_ms, loader_threads_);
   if (c_.benchmark)
-    log_->info("benchmark: {} on {} samples, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
+    log_->info("benchmark: {} on {} samples{}, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
                "{:.1f} ms per step ({} steps timed, {} warm-up steps left out)",
-               c_.model, train_->sample_shape().str(), micro_batch_ * K, world, world == 1 ? "" : "s",
+               c_.model, train_->sample_shape().str(), c_.benchmark_input == "fixed" ? " (one fixed batch)" : "",
+               micro_batch_ * K, world, world == 1 ? "" : "s",
                group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
                std::llround(measured_steps), progress_.step - t.first_step - std::llround(measured_steps));
   nlohmann::json summary = {
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
       {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
-      {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"ms_per_step", ms_per_step},
+      {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"benchmark_input", c_.benchmark_input},
+      {"ms_per_step", ms_per_step},
       {"lr", effective_lr(c_, global_batch_)},
       {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
       {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},

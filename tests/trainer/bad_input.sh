@@ -254,6 +254,10 @@ row negative-threads 2 trainer "--threads: -1 must not be negative" -- --threads
 row negative-loader-threads 2 trainer "--loader-threads: -2 must not be negative" -- --loader-threads -2
 row many-loader-threads 2 trainer "--loader-threads: 65 is more than 64" -- --loader-threads 65
 row env-loader-threads 2 trainer "LOCKSTEP_LOADER_THREADS=x: --loader-threads" LOCKSTEP_LOADER_THREADS=x -- $SYN
+row benchmark-input-alone 2 trainer "--benchmark-input fixed: needs --benchmark" -- $SYN --benchmark-input fixed
+row unknown-benchmark-input 2 trainer "--benchmark-input: 'disk' is not one of loader, fixed" -- --benchmark --benchmark-input disk
+row fixed-batch-crop-flip 2 trainer "--benchmark-input fixed and --augment crop-flip" -- --benchmark --benchmark-input fixed --augment crop-flip
+row env-benchmark-input 2 trainer "LOCKSTEP_BENCHMARK_INPUT=x: --benchmark-input: 'x' is not one of" LOCKSTEP_BENCHMARK_INPUT=x -- --benchmark
 row missing-data-dir 2 trainer "--data-dir: $WORK/nope is not a directory" -- --data-dir "$WORK/nope"
 row unknown-dataset 2 trainer "--dataset: 'imagenet' is not one of" -- --dataset imagenet
 row unknown-optimizer 2 trainer "--optimizer: 'lamb' is not one of sgd, adam, adamw" -- --optimizer lamb

@@ -5,10 +5,12 @@
 # --no-decay-bn-bias changes training only when there is weight decay;
 # --label-smoothing reaches the loss and the model still learns; --benchmark
 # trains on synthetic data shaped for the model, never evaluates and ends with
-# one images/s line.
-# usage: recipe.sh path/to/trainer
+# one images/s line; --benchmark-input fixed trains every step on the first
+# batch (the weights of a loader run whose every epoch is those samples, to
+# rounding: the loader shuffles them) and says so.
+# usage: recipe.sh path/to/trainer path/to/compare_weights
 set -euo pipefail
-TRAINER=$1
+TRAINER=$1 CMP=$2
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -93,6 +95,25 @@ assert s["type"] == "summary" and s["benchmark"] is True and s["eval"] is False,
 assert s["steps"] == 12 and s["images_per_sec"] > 0 and s["ms_per_step"] > 0, s
 assert abs(s["ms_per_step"] / 1e3 - 32 / s["images_per_sec"]) < 1e-9, s
 assert len(e) == 2 and all(r["test_acc"] == 0 and r["test_loss"] == 0 for r in e), e'
+# --benchmark-input fixed: 8 steps on the first batch of 32. Over 32 samples
+# (one batch per epoch) it ends at a loader run's weights to rounding (the
+# loader reshuffles the same samples each epoch); over 256 samples it does not
+# (the loader's 8 steps see 8 different batches).
+FIX="--benchmark --model mlp --batch-size 32 --epochs 8 --max-steps 8 --threads 1 --progress off"
+for n in 32 256; do
+  "$TRAINER" $FIX --benchmark-input fixed --synthetic-samples $n --metrics-file "$WORK/fixed$n.jsonl" \
+    --save-weights "$WORK/fixed$n.safetensors" > "$WORK/fixed$n.out"
+  "$TRAINER" $FIX --synthetic-samples $n --save-weights "$WORK/loader$n.safetensors" > /dev/null
+done
+grep -qE '^benchmark: mlp on \[1, 28, 28\] samples \(one fixed batch\), batch 32 per rank' "$WORK/fixed256.out" ||
+  fail "the benchmark line does not name the fixed batch"
+jq_py "$WORK/fixed256.jsonl" 'assert recs[-1]["benchmark_input"] == "fixed" and recs[-1]["steps"] == 8, recs[-1]'
+echo -n "fixed batch vs the loader over the same 32 samples (rounding only): "
+"$CMP" "$WORK/fixed32.safetensors" "$WORK/loader32.safetensors" --rtol 1e-4 || fail "the fixed batch is not the first batch"
+echo -n "fixed batch vs the loader over 256 samples (must differ): "
+if "$CMP" "$WORK/fixed256.safetensors" "$WORK/loader256.safetensors" --rtol 1e-3; then
+  fail "--benchmark-input fixed trained on the loader's batches"
+fi
 # --image-size sets H = W of the model's input.
 "$TRAINER" --benchmark --model lenet --image-size 20 --batch-size 16 --epochs 1 --max-steps 2 --threads 1 \
   > "$WORK/size.out"
