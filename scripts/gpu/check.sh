@@ -239,10 +239,13 @@ step train.lenet.seeds lenet_seeds
 step compare.lenet host_env "$PY" "$ROOT/scripts/gpu/compare_lenet.py" "$OUT"
 
 # ---- benchmarks: lockstep vs PyTorch on the same model, batch and precision ----
+# As torch_gpu.py: one batch kept on the GPU (--benchmark-input fixed) and 60
+# steps in a row (one epoch: no drain or loader restart every 6 steps). The
+# .loader steps put the input pipeline back in (a later flag wins).
 bench_lockstep() {  # name model batch [flags...]
   local name=$1 model=$2 batch=$3; shift 3
-  trainer --model "$model" --benchmark --device cuda --cudnn-benchmark --batch-size "$batch" --max-steps 60 --progress off \
-    --metrics-file "$OUT/$name.jsonl" "$@"
+  trainer --model "$model" --benchmark --benchmark-input fixed --epochs 1 --device cuda --cudnn-benchmark \
+    --batch-size "$batch" --max-steps 60 --progress off --metrics-file "$OUT/$name.jsonl" "$@"
 }
 step bench.floor                  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --floor
 step bench.convnet.lockstep       bench_lockstep bench-convnet convnet 1024
@@ -262,6 +265,9 @@ step bench.convnet.lockstep.bf16      bench_lockstep bench-convnet-bf16 convnet 
 step bench.convnet.torch.eager.bf16   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
                                         --precision bf16
 step bench.resnet50.lockstep.bf16     bench_lockstep bench-resnet50-bf16 resnet50 128 --precision bf16
+# The same with each batch synthesised on the host and copied (data_wait_fraction in the summary).
+step bench.resnet50.lockstep.bf16.loader bench_lockstep bench-resnet50-bf16-loader resnet50 128 --precision bf16 \
+                                        --benchmark-input loader
 step bench.resnet50.torch.eager.bf16  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                         --channels 3 --image-size 224 --classes 1000 --steps 60 --precision bf16
 step bench.resnet50.torch.compile.bf16 host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 \
@@ -289,8 +295,8 @@ step bench.convnet.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/tor
 step bench.resnet50.lockstep.nhwc      bench_lockstep bench-resnet50-nhwc resnet50 128 --layout nhwc
 step bench.resnet50.torch.eager.nhwc   host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" --channels-last
 step bench.resnet50.lockstep.bf16.nhwc bench_lockstep bench-resnet50-bf16-nhwc resnet50 128 --precision bf16 --layout nhwc
-# Its kernels took 46.6 of its 120 ms per step (H100, 2026-11-24): the host was the bound, its input
-# (since: --loader-threads) and its launches (which a graph takes off it).
+# Its kernels took 46.6 of its 120 ms per step (H100, 2026-11-24, one loader thread synthesising
+# each batch): the host was the bound. Since: --loader-threads, and a fixed batch here.
 step bench.resnet50.lockstep.bf16.nhwc.graph bench_lockstep bench-resnet50-bf16-nhwc-graph resnet50 128 --precision bf16 \
                                          --layout nhwc --cuda-graph
 step bench.resnet50.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
