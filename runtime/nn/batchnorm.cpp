@@ -57,12 +57,14 @@ void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx)
 
 void BatchNorm2d::forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx) {
   LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
-  LS_CHECK(!x.device().is_cuda() && !relu_, "{}: the fused residual join is CPU-only and needs no fused ReLU",
-           describe());
-  LS_CHECK(residual.shape() == x.shape() && y.shape() == x.shape(), "{}: residual {} and output {} for input {}",
-           describe(), residual.shape().str(), y.shape().str(), x.shape().str());
-  prepare_cpu(x, ctx);
+  LS_CHECK(!relu_, "{}: the fused residual join needs no fused ReLU", describe());
+  LS_CHECK(residual.shape() == x.shape() && y.shape() == x.shape() && residual.dtype() == x.dtype() &&
+               y.dtype() == x.dtype() && residual.device() == x.device() && y.device() == x.device(),
+           "{}: residual {} {} and output {} {} for input {} {}", describe(), dtype_name(residual.dtype()),
+           residual.shape().str(), dtype_name(y.dtype()), y.shape().str(), dtype_name(x.dtype()), x.shape().str());
   join_out_ = y;
+  if (x.device().is_cuda()) return forward_cuda(x, y, ctx, &residual);
+  prepare_cpu(x, ctx);
   ops::batchnorm_apply_add_relu_cpu(shape_of(x), x.data<float>(), scale_.data(), shift_.data(),
                                     residual.data<float>(), y.data<float>());
 }
@@ -188,7 +190,7 @@ void sum_through_host(StatsReducer& sync, double* dev, int64_t n, std::vector<do
 
 }  // namespace
 
-void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
+void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx, const Tensor* residual) {
   cuda::Context& gpu = gpu_context(ctx.gpu, "BatchNorm2d");
   const cudaStream_t st = gpu.raw_stream();
   const ops::BatchNormShape s = shape_of(x);
@@ -236,7 +238,12 @@ void BatchNorm2d::forward_cuda(const Tensor& x, Tensor& y, const ForwardContext&
   } else {
     ops::batchnorm_eval_stats_cuda(C, rm, rv, gamma, beta, eps_, mean, invstd, scale, shift, st);
   }
-  if (half)
+  if (residual && half)
+    ops::batchnorm_apply_add_relu_16_cuda(dt, s, x.raw_data(), scale, shift, residual->raw_data(), y.raw_data(), st);
+  else if (residual)
+    ops::batchnorm_apply_add_relu_cuda(s, x.data<float>(), scale, shift, residual->data<float>(), y.data<float>(),
+                                       st);
+  else if (half)
     ops::batchnorm_apply_16_cuda(dt, s, x.raw_data(), scale, shift, y.raw_data(), relu_, st);
   else
     ops::batchnorm_apply_cuda(s, x.data<float>(), scale, shift, y.data<float>(), relu_, st);
@@ -254,15 +261,19 @@ void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor& y, const Tensor& 
   float *invstd = mean + C, *a = mean + 4 * C, *b = mean + 5 * C, *d = mean + 6 * C;
   double* count = dev_d_.data<double>() + C;
   double *sum_dy = count + 1 + C, *sum_dy_xmu = sum_dy + C;
-  // dy is the caller's scratch gradient buffer: the fused ReLU masks it in place.
+  // dy is the caller's scratch gradient buffer: the fused ReLU masks it in
+  // place, with our output's mask or the residual join's (as on the CPU).
   const DType dt = x.dtype();
   const bool half = is_16bit_float(dt);
+  const bool joined = join_out_.defined() && !relu_;
+  const Tensor& ym = joined ? join_out_ : y;
   if (half)
-    ops::batchnorm_backward_reduce_16_cuda(dt, gpu, s, x.raw_data(), y.raw_data(), dy.raw_data(), relu_, mean, sum_dy,
-                                           sum_dy_xmu);
+    ops::batchnorm_backward_reduce_16_cuda(dt, gpu, s, x.raw_data(), ym.raw_data(), dy.raw_data(), relu_ || joined,
+                                           mean, sum_dy, sum_dy_xmu);
   else
-    ops::batchnorm_backward_reduce_cuda(gpu, s, x.data<float>(), y.data<float>(),
-                                        const_cast<float*>(dy.data<float>()), relu_, mean, sum_dy, sum_dy_xmu);
+    ops::batchnorm_backward_reduce_cuda(gpu, s, x.data<float>(), ym.data<float>(),
+                                        const_cast<float*>(dy.data<float>()), relu_ || joined, mean, sum_dy,
+                                        sum_dy_xmu);
   // Parameter gradients from this rank's samples (the gradient average adds the rest).
   ops::batchnorm_param_grads_cuda(C, sum_dy, sum_dy_xmu, invstd, w_->grad.data<float>(), b_->grad.data<float>(),
                                   ctx.accumulate, st);
@@ -279,7 +290,7 @@ void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor& y, const Tensor& 
     ops::batchnorm_backward_apply_cuda(s, x.data<float>(), dy.data<float>(), a, b, d, dx->data<float>(), st);
 }
 #else
-void BatchNorm2d::forward_cuda(const Tensor& x, Tensor&, const ForwardContext&) {
+void BatchNorm2d::forward_cuda(const Tensor& x, Tensor&, const ForwardContext&, const Tensor*) {
   LS_THROW("BatchNorm2d: tensors on {} need a build with CUDA support", x.device().str());
 }
 void BatchNorm2d::backward_cuda(const Tensor& x, const Tensor&, const Tensor&, Tensor*, const BackwardContext&) {

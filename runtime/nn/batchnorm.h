@@ -30,13 +30,13 @@ class BatchNorm2d final : public Module {
   std::vector<const Parameter*> parameters() const override { return {w_, b_}; }
   int64_t forward_flops(const Shape& in) const override { return 2 * in.numel(); }
   bool fuse_relu(bool on) override { return relu_ = on; }
-  // CPU: forward() followed by y = max(0, y + residual), in one output pass
+  // forward() followed by y = max(0, y + residual), in one output pass
   // (Residual's join when this is its branch's last layer), y being the
   // block's output. Its own output is never written. The next backward then
   // takes dy as the gradient of the block's output, unmasked: it applies the
   // join's ReLU mask (y > 0) to dy in place in its first pass, leaving there
   // the gradient the shortcut needs too. Requires no fused ReLU; residual and
-  // y shaped like x.
+  // y shaped like x, of its dtype, on its device (CPU or GPU).
   void forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx);
   bool backward_reads_output() const override { return relu_; }
   void set_layout(Layout layout) override { layout_ = layout; }
@@ -51,8 +51,9 @@ class BatchNorm2d final : public Module {
   void prepare_cpu(const Tensor& x, const ForwardContext& ctx);
   // GPU twins of forward/backward: every statistic stays in device memory
   // (dev_f_, dev_d_); only --sync-batchnorm copies its sums to the host for the
-  // reduction (one small copy each way per reduction).
-  void forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx);
+  // reduction (one small copy each way per reduction). With `residual`, the
+  // output pass is forward_add_relu's join.
+  void forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx, const Tensor* residual = nullptr);
   void backward_cuda(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx);
 
   int64_t c_;

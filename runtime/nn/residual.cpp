@@ -60,14 +60,12 @@ int64_t Residual::forward_flops(const Shape& in) const {
 
 void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   joined_ = false;
-  if (!x.device().is_cuda()) {
-    if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {
-      const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
-      const Tensor& z = branch_.forward_but_last(x, ctx, y);
-      bn->forward_add_relu(z, b, y, ctx);
-      joined_ = true;
-      return;
-    }
+  if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {
+    const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
+    const Tensor& z = branch_.forward_but_last(x, ctx, y);
+    bn->forward_add_relu(z, b, y, ctx);
+    joined_ = true;
+    return;
   }
   const Tensor& a = branch_.forward(x, ctx);
   const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;

@@ -255,15 +255,24 @@ PlaneGrid plane_grid(int64_t planes, int64_t len) {
   return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(chunks)), dim3(static_cast<unsigned>(threads))};
 }
 
-// T: storage of x, y (dy, dx); the per-channel coefficients are fp32. Each
+// T: storage of x, y (dy, dx, r); the per-channel coefficients are fp32. Each
 // element is read before it is written by the same thread: y may equal x, dx dy.
-template <typename T>
-__global__ void apply_kernel(int64_t channels, int64_t hw, const T* x, const float* scale, const float* shift, T* y,
-                             bool relu) {
+// kAdd: the residual join fused in, y = max(0, (x * scale + shift) + r) in
+// fp32 (the CPU's batchnorm_apply_add_relu_cpu), rounded to T once.
+template <typename T, bool kAdd>
+__device__ __forceinline__ float apply_value(const T* x, const T* r, int64_t i, float scale, float shift) {
+  const float t = load(x, i) * scale + shift;
+  if constexpr (kAdd) return t + load(r, i);
+  return t;
+}
+
+template <typename T, bool kAdd>
+__global__ void apply_kernel(int64_t channels, int64_t hw, const T* x, const float* scale, const float* shift,
+                             const T* r, T* y, bool relu) {
   const int64_t p = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (p >= hw) return;
   const int64_t plane = blockIdx.x, c = plane % channels, i = plane * hw + p;
-  const float v = load(x, i) * scale[c] + shift[c];
+  const float v = apply_value<T, kAdd>(x, r, i, scale[c], shift[c]);
   store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
 }
 
@@ -279,12 +288,12 @@ __global__ void backward_apply_kernel(int64_t channels, int64_t hw, const T* x, 
 // hw == 1 (the channels-last view [N*H*W, C, 1]): one thread per element over
 // a grid-stride loop, channel i % C (cuda::StrideMod). The same expressions as
 // the plane kernels.
-template <typename T>
+template <typename T, bool kAdd>
 __global__ void apply_flat_kernel(int64_t total, int64_t channels, const T* x, const float* scale,
-                                  const float* shift, T* y, bool relu) {
+                                  const float* shift, const T* r, T* y, bool relu) {
   cuda::StrideMod c(channels);
   for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride(), c.advance()) {
-    const float v = load(x, i) * scale[c.value] + shift[c.value];
+    const float v = apply_value<T, kAdd>(x, r, i, scale[c.value], shift[c.value]);
     store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
   }
 }
@@ -297,19 +306,26 @@ __global__ void backward_apply_flat_kernel(int64_t total, int64_t channels, cons
     store(dx, i, a[c.value] * load(dy, i) + b[c.value] * load(x, i) + d[c.value]);
 }
 
+// r: the residual to add before the ReLU (relu must then be true), or null.
 template <typename T>
-void launch_apply(const BatchNormShape& s, const T* x, const float* scale, const float* shift, T* y, bool relu,
-                  cudaStream_t stream) {
+void launch_apply(const BatchNormShape& s, const T* x, const float* scale, const float* shift, const T* r, T* y,
+                  bool relu, cudaStream_t stream) {
   if (s.n == 0 || s.hw == 0) return;
   if (s.hw == 1) {
     const int64_t total = s.n * s.c;
-    apply_flat_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, stream>>>(total, s.c, x, scale, shift, y,
-                                                                                 relu);
+    const dim3 grid(static_cast<unsigned>(cuda::blocks_for(total))), block(cuda::kThreads);
+    if (r)
+      apply_flat_kernel<T, true><<<grid, block, 0, stream>>>(total, s.c, x, scale, shift, r, y, relu);
+    else
+      apply_flat_kernel<T, false><<<grid, block, 0, stream>>>(total, s.c, x, scale, shift, r, y, relu);
     LS_CUDA_CHECK_LAUNCH();
     return;
   }
   const PlaneGrid g = plane_grid(s.n * s.c, s.hw);
-  apply_kernel<T><<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, scale, shift, y, relu);
+  if (r)
+    apply_kernel<T, true><<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, scale, shift, r, y, relu);
+  else
+    apply_kernel<T, false><<<g.grid, g.block, 0, stream>>>(s.c, s.hw, x, scale, shift, r, y, relu);
   LS_CUDA_CHECK_LAUNCH();
 }
 
@@ -448,7 +464,14 @@ void batchnorm_backward_reduce_cuda(cuda::Context& ctx, const BatchNormShape& s,
 void batchnorm_apply_cuda(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
                           bool relu, cudaStream_t stream) {
   check_shape(s, "batchnorm_apply");
-  launch_apply<float>(s, x, scale, shift, y, relu, stream);
+  launch_apply<float>(s, x, scale, shift, nullptr, y, relu, stream);
+}
+
+void batchnorm_apply_add_relu_cuda(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
+                                   const float* r, float* y, cudaStream_t stream) {
+  check_shape(s, "batchnorm_apply_add_relu");
+  LS_REQUIRE(r != nullptr, "batchnorm_apply_add_relu (cuda): no residual");
+  launch_apply<float>(s, x, scale, shift, r, y, true, stream);
 }
 
 void batchnorm_backward_apply_cuda(const BatchNormShape& s, const float* x, const float* dy, const float* a,
@@ -492,7 +515,18 @@ void batchnorm_apply_16_cuda(DType dt, const BatchNormShape& s, const void* x, c
   check_shape(s, "batchnorm_apply_16");
   cuda::dispatch_16bit(dt, [&](auto tag) {
     using T = decltype(tag);
-    launch_apply<T>(s, static_cast<const T*>(x), scale, shift, static_cast<T*>(y), relu, stream);
+    launch_apply<T>(s, static_cast<const T*>(x), scale, shift, nullptr, static_cast<T*>(y), relu, stream);
+  });
+}
+
+void batchnorm_apply_add_relu_16_cuda(DType dt, const BatchNormShape& s, const void* x, const float* scale,
+                                      const float* shift, const void* r, void* y, cudaStream_t stream) {
+  check_shape(s, "batchnorm_apply_add_relu_16");
+  LS_REQUIRE(r != nullptr, "batchnorm_apply_add_relu_16 (cuda): no residual");
+  cuda::dispatch_16bit(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch_apply<T>(s, static_cast<const T*>(x), scale, shift, static_cast<const T*>(r), static_cast<T*>(y), true,
+                    stream);
   });
 }
 

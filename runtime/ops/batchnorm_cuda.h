@@ -13,7 +13,8 @@
 //             batchnorm_mean_cuda -> mean
 //             batchnorm_centered_sumsq_cuda -> m2        [sync: all-reduce m2]
 //             batchnorm_finalize_stats_cuda -> invstd, scale, shift, running stats updated
-//             batchnorm_apply_cuda -> y
+//             batchnorm_apply_cuda -> y (or, joining a residual block,
+//             batchnorm_apply_add_relu_cuda -> y = relu(bn(x) + r))
 //   eval:     batchnorm_eval_stats_cuda -> mean, invstd, scale, shift; batchnorm_apply_cuda
 //   backward: batchnorm_backward_reduce_cuda -> sum_dy, sum_dy_xmu (dy masked in place with relu)
 //             batchnorm_param_grads_cuda -> dgamma, dbeta (this rank's sums, as on the CPU)
@@ -81,6 +82,11 @@ void batchnorm_backward_reduce_cuda(cuda::Context& ctx, const BatchNormShape& s,
 // y = x * scale[c] + shift[c], then max(0, .) when relu. y may equal x.
 void batchnorm_apply_cuda(const BatchNormShape& s, const float* x, const float* scale, const float* shift, float* y,
                           bool relu, cudaStream_t stream);
+// The residual join fused in (a bottleneck's last batch norm, Residual):
+// y = max(0, (x * scale[c] + shift[c]) + r) in fp32, as
+// batchnorm_apply_add_relu_cpu. r [N, C, HW] like x. y may equal x or r.
+void batchnorm_apply_add_relu_cuda(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
+                                   const float* r, float* y, cudaStream_t stream);
 // dx = a[c] * dy + b[c] * x + d[c]. dx may equal dy.
 void batchnorm_backward_apply_cuda(const BatchNormShape& s, const float* x, const float* dy, const float* a,
                                    const float* b, const float* d, float* dx, cudaStream_t stream);
@@ -96,6 +102,10 @@ void batchnorm_backward_reduce_16_cuda(DType dt, cuda::Context& ctx, const Batch
 // y (dt) rounded once from the fp32 result. y may equal x.
 void batchnorm_apply_16_cuda(DType dt, const BatchNormShape& s, const void* x, const float* scale,
                              const float* shift, void* y, bool relu, cudaStream_t stream);
+// r and y (dt); y rounded once from the fp32 result (the unfused path rounds
+// the batch norm's output to dt, then the sum). y may equal x or r.
+void batchnorm_apply_add_relu_16_cuda(DType dt, const BatchNormShape& s, const void* x, const float* scale,
+                                      const float* shift, const void* r, void* y, cudaStream_t stream);
 // dx (dt) rounded once from the fp32 result. dx may equal dy.
 void batchnorm_backward_apply_16_cuda(DType dt, const BatchNormShape& s, const void* x, const void* dy,
                                       const float* a, const float* b, const float* d, void* dx,

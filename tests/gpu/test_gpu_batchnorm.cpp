@@ -15,7 +15,8 @@
 //     both sides against an fp64 sum of the same terms; the GPU within 1e-9,
 //     the CPU within 1e-4 of the sum of the terms' magnitudes.
 //   apply passes 1e-5: one multiply-add per element (the GPU and the CPU's
-//     AVX2 clone may fuse it or not: 1 ulp).
+//     AVX2 clone may fuse it or not: 1 ulp); the residual join adds r to it
+//     (batchnorm_apply_add_relu_*: the ulp of the multiply-add carries over).
 //   per-channel math kernels 0 (exact): they evaluate the CPU layer's
 //     expressions operation by operation in the same precisions with
 //     explicitly rounded intrinsics, and the host replica below is compiled
@@ -241,6 +242,22 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
                                          d_.data<float>(), dx_.data<float>(), ctx.raw_stream());
       LS_REQUIRE_PARITY(download(dx_), dx_cpu, kApplyTol);
     }
+
+    // apply with the residual join, y = max(0, x * scale + shift + r): into
+    // another buffer, then in place into r
+    const auto scale = random_vector(s.c, ++seed), shift = random_vector(s.c, ++seed), r = random_vector(n, ++seed);
+    std::vector<float> y_cpu(static_cast<size_t>(n));
+    ops::batchnorm_apply_add_relu_cpu(s, x.data(), scale.data(), shift.data(), r.data(), y_cpu.data());
+    Tensor scale_ = upload(Shape{s.c}, scale), shift_ = upload(Shape{s.c}, shift), r_ = upload(Shape{n}, r);
+    Tensor y_ = upload(Shape{n}, random_vector(n, ++seed));  // garbage: must be overwritten
+    settle();
+    ops::batchnorm_apply_add_relu_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(),
+                                       r_.data<float>(), y_.data<float>(), ctx.raw_stream());
+    const auto y_gpu = download(y_);
+    LS_REQUIRE_PARITY(y_gpu, y_cpu, kApplyTol);
+    ops::batchnorm_apply_add_relu_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(),
+                                       r_.data<float>(), r_.data<float>(), ctx.raw_stream());
+    LS_REQUIRE_PARITY(download(r_), y_gpu, 0.0);  // in place: the same values
   }
 }
 
@@ -326,6 +343,27 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
                                                 b_.data<float>(), d_.data<float>(), dy_.raw_data(), ctx.raw_stream());
           LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dy_)), dx_gpu, 0.0);  // in place: the same values
         }
+
+        // apply with the residual join (r in dt too): y = max(0, x * scale +
+        // shift + r) in fp32, rounded to dt once; into another buffer, then in
+        // place into r
+        const auto scale = random_vector(s.c, ++seed), shift = random_vector(s.c, ++seed);
+        const auto r16 = bits_16(dt, random_vector(n, ++seed));
+        const auto r = values_16(dt, r16);
+        std::vector<float> y_cpu(static_cast<size_t>(n));
+        ops::batchnorm_apply_add_relu_cpu(s, x.data(), scale.data(), shift.data(), r.data(), y_cpu.data());
+        Tensor scale_ = upload(Shape{s.c}, scale), shift_ = upload(Shape{s.c}, shift);
+        Tensor r_ = upload_16(*this, dt, r16);
+        Tensor y_ = upload_16(*this, dt, bits_16(dt, random_vector(n, ++seed)));  // garbage: must be overwritten
+        settle();
+        ops::batchnorm_apply_add_relu_16_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+                                              r_.raw_data(), y_.raw_data(), ctx.raw_stream());
+        const auto y_gpu = values_16(dt, download_16(*this, y_));
+        LS_REQUIRE_PARITY(y_gpu, rounded_16(dt, y_cpu), out_tol);
+        REQUIRE_16BIT_ROUNDING_OF(dt, y_gpu, y_cpu, kApplyTol);
+        ops::batchnorm_apply_add_relu_16_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+                                              r_.raw_data(), r_.raw_data(), ctx.raw_stream());
+        LS_REQUIRE_PARITY(values_16(dt, download_16(*this, r_)), y_gpu, 0.0);  // in place: the same values
       }
     }
 }
