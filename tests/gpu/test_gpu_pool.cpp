@@ -589,6 +589,7 @@ const TransposeCase kTransposeCases[] = {
     {1, 1, 1},      {2, 3, 5},   {3, 64, 49}, {2, 33, 65},  // partial 32x32 tiles
     {1, 1, 100},    {4, 100, 1}, {2, 31, 97}, {1, 256, 3136},
     {70000, 2, 3},  // more items than one grid dimension holds (65535)
+    {512, 64, 1},   // a 1x1 convolution's weight [OC, C, 1]: the same bytes either way, one copy
 };
 
 // Host transpose of 16-bit patterns, [n, c, hw] -> [n, hw, c] (to_nhwc) or back.
