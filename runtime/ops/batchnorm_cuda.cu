@@ -36,7 +36,7 @@ void check_shape(const BatchNormShape& s, const char* op) {
 // Grid [C, splits]: block (c, s) sums channel c's values j in
 // [M * s / splits, M * (s + 1) / splits) (j = n * HW + p runs over the N planes
 // of the channel) in double and writes one partial per output; a second kernel
-// adds each channel's partials in slice order. `splits` depends only on C and M.
+// adds each channel's partials in a fixed order. `splits` depends only on C and M.
 int64_t reduce_splits(int64_t channels, int64_t m) {
   const int64_t by_work = std::max<int64_t>(1, m / (int64_t{kThreads} * kUnroll * 4));  // >= 4 sweeps per block
   const int64_t by_grid = std::max<int64_t>(1, 2048 / channels);                         // ~2048 blocks in all
@@ -157,16 +157,26 @@ __global__ void channel_partials_kernel(int64_t channels, int64_t hw, int64_t m,
     for (int k = 0; k < K; ++k) partial[(k * channels + c) * splits + s] = sh[k][0];
 }
 
-// out_k[c] = sum over s (in order) of partial[k][c][s].
+// out_k[c] = the sum of partial[k][c][0 .. splits): one warp per (k, c), lane
+// l adding s = l, l + 32, ... in order (coalesced), then the 32 lane sums in a
+// fixed shuffle tree, so the order depends only on `splits`. (One thread per
+// (k, c) adding up to 1024 partials left 64 threads working for 64 channels:
+// 6.7 of resnet50 bf16 NHWC's 46.6 ms a step on the H100.)
+constexpr int kWarp = 32;
 __global__ void channel_finish_kernel(int64_t channels, int64_t splits, int outputs, const double* partial,
                                       double* out0, double* out1) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < channels * outputs; i += stride) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int64_t warps = blockDim.x / kWarp;
+  const int64_t stride = warps * gridDim.x;
+  // i is the same on every lane of a warp: the whole warp takes each branch.
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * warps + threadIdx.x / kWarp; i < channels * outputs;
+       i += stride) {
     const int64_t k = i / channels, c = i - k * channels;
-    const double* pp = partial + (k * channels + c) * splits;
+    const double* pp = partial + i * splits;  // (k * channels + c) * splits
     double acc = 0;
-    for (int64_t s = 0; s < splits; ++s) acc += pp[s];
-    (k == 0 ? out0 : out1)[c] = acc;
+    for (int64_t s = lane; s < splits; s += kWarp) acc += pp[s];
+    for (int width = kWarp / 2; width > 0; width >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, width);
+    if (lane == 0) (k == 0 ? out0 : out1)[c] = acc;
   }
 }
 
@@ -239,7 +249,7 @@ void channel_reduce(cuda::Context& ctx, const BatchNormShape& s, const Op& op, d
     channel_partials_kernel<Op><<<grid, kThreads, 0, stream>>>(s.c, s.hw, m, splits, op, partial);
   }
   LS_CUDA_CHECK_LAUNCH();
-  channel_finish_kernel<<<blocks_for(s.c * K), kThreads, 0, stream>>>(s.c, splits, K, partial, out0, out1);
+  channel_finish_kernel<<<blocks_for(s.c * K * kWarp), kThreads, 0, stream>>>(s.c, splits, K, partial, out0, out1);
   LS_CUDA_CHECK_LAUNCH();
 }
 

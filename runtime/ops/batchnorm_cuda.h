@@ -36,8 +36,8 @@
 // reductions) and returns: asynchronous. All pointers are device memory.
 // Reductions: per channel, fixed slices of the M values are summed by separate
 // blocks in double (each value or product converted exactly), the block
-// partials (in ctx.workspace()) then added in slice order: the order depends
-// only on the shape, so results are the same on every run and every rank. The
+// partials (in ctx.workspace()) then added by one warp per channel in a fixed
+// order (32 strided runs, then a fixed tree): the order depends only on the shape, so results are the same on every run and every rank. The
 // CPU sums in fp32 within a plane, so the two agree to fp32 rounding of plane
 // sums, not bitwise. The per-channel math kernels evaluate the CPU layer's
 // expressions operation by operation in the same precisions (explicitly
