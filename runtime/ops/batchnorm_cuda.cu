@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "core/throw.h"
@@ -308,6 +310,60 @@ __global__ void apply_flat_kernel(int64_t total, int64_t channels, const T* x, c
   }
 }
 
+// The flat kernels 16 bytes at a time (8 bf16/half or 4 floats per thread,
+// when C and the pointers allow: launch_apply/launch_backward_apply check):
+// the same per-element expressions through the same load/store conversions,
+// on a register copy of the 16 bytes. Element i = kV * v + e has channel
+// (kV * v) % C + e, as C is a multiple of kV.
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kV = 16 / sizeof(T);
+  T e[kV];
+};
+
+template <typename T, bool kAdd>
+__global__ void apply_flat_vec_kernel(int64_t vecs, int64_t channels, const T* x, const float* scale,
+                                      const float* shift, const T* r, T* y, bool relu) {
+  constexpr int kV = Pack<T>::kV;
+  for (int64_t v = cuda::first_index(); v < vecs; v += cuda::grid_stride()) {
+    const int64_t c = v * kV % channels;
+    const Pack<T> xv = reinterpret_cast<const Pack<T>*>(x)[v];
+    Pack<T> rv{}, yv;
+    if constexpr (kAdd) rv = reinterpret_cast<const Pack<T>*>(r)[v];
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      const float v_e = apply_value<T, kAdd>(xv.e, rv.e, e, scale[c + e], shift[c + e]);
+      store(yv.e, e, relu ? (v_e > 0.f ? v_e : 0.f) : v_e);
+    }
+    reinterpret_cast<Pack<T>*>(y)[v] = yv;
+  }
+}
+
+template <typename T>
+__global__ void backward_apply_flat_vec_kernel(int64_t vecs, int64_t channels, const T* x, const T* dy,
+                                               const float* a, const float* b, const float* d, T* dx) {
+  constexpr int kV = Pack<T>::kV;
+  for (int64_t v = cuda::first_index(); v < vecs; v += cuda::grid_stride()) {
+    const int64_t c = v * kV % channels;
+    const Pack<T> xv = reinterpret_cast<const Pack<T>*>(x)[v];
+    const Pack<T> dyv = reinterpret_cast<const Pack<T>*>(dy)[v];
+    Pack<T> dxv;
+#pragma unroll
+    for (int e = 0; e < kV; ++e) store(dxv.e, e, a[c + e] * load(dyv.e, e) + b[c + e] * load(xv.e, e) + d[c + e]);
+    reinterpret_cast<Pack<T>*>(dx)[v] = dxv;
+  }
+}
+
+// The flat kernels may go 16 bytes at a time: C a multiple of the pack and
+// every pointer 16-byte aligned (null: not used).
+template <typename T>
+bool packable(int64_t channels, std::initializer_list<const void*> ptrs) {
+  if (channels % Pack<T>::kV != 0) return false;
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % alignof(Pack<T>) != 0) return false;
+  return true;
+}
+
 template <typename T>
 __global__ void backward_apply_flat_kernel(int64_t total, int64_t channels, const T* x, const T* dy, const float* a,
                                            const float* b, const float* d, T* dx) {
@@ -323,6 +379,16 @@ void launch_apply(const BatchNormShape& s, const T* x, const float* scale, const
   if (s.n == 0 || s.hw == 0) return;
   if (s.hw == 1) {
     const int64_t total = s.n * s.c;
+    if (packable<T>(s.c, {x, r, y})) {
+      const int64_t vecs = total / Pack<T>::kV;
+      const dim3 grid(static_cast<unsigned>(cuda::blocks_for(vecs))), block(cuda::kThreads);
+      if (r)
+        apply_flat_vec_kernel<T, true><<<grid, block, 0, stream>>>(vecs, s.c, x, scale, shift, r, y, relu);
+      else
+        apply_flat_vec_kernel<T, false><<<grid, block, 0, stream>>>(vecs, s.c, x, scale, shift, r, y, relu);
+      LS_CUDA_CHECK_LAUNCH();
+      return;
+    }
     const dim3 grid(static_cast<unsigned>(cuda::blocks_for(total))), block(cuda::kThreads);
     if (r)
       apply_flat_kernel<T, true><<<grid, block, 0, stream>>>(total, s.c, x, scale, shift, r, y, relu);
@@ -345,6 +411,13 @@ void launch_backward_apply(const BatchNormShape& s, const T* x, const T* dy, con
   if (s.n == 0 || s.hw == 0) return;
   if (s.hw == 1) {
     const int64_t total = s.n * s.c;
+    if (packable<T>(s.c, {x, dy, dx})) {
+      const int64_t vecs = total / Pack<T>::kV;
+      backward_apply_flat_vec_kernel<T><<<cuda::blocks_for(vecs), cuda::kThreads, 0, stream>>>(vecs, s.c, x, dy, a, b,
+                                                                                               d, dx);
+      LS_CUDA_CHECK_LAUNCH();
+      return;
+    }
     backward_apply_flat_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, stream>>>(total, s.c, x, dy, a, b,
                                                                                           d, dx);
     LS_CUDA_CHECK_LAUNCH();
