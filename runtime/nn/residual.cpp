@@ -61,7 +61,10 @@ int64_t Residual::forward_flops(const Shape& in) const {
 void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   joined_ = false;
   if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {
-    const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
+    // A projection shortcut writes straight into y, joined there in place:
+    // no memory of its own for its output, which nothing reads again.
+    const bool into_y = shortcut_.size() && shortcut_.output_overwritable();
+    const Tensor& b = into_y ? shortcut_.forward_into(x, ctx, y) : shortcut_.size() ? shortcut_.forward(x, ctx) : x;
     const Tensor& z = branch_.forward_but_last(x, ctx, y);
     bn->forward_add_relu(z, b, y, ctx);
     joined_ = true;

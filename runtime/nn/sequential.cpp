@@ -155,6 +155,18 @@ const Tensor& Sequential::forward_but_last(const Tensor& x_in, const ForwardCont
   return run_forward(x_in, ctx, layers_.size() - 1, &output);
 }
 
+const Tensor& Sequential::forward_into(const Tensor& x_in, const ForwardContext& ctx, const Tensor& output) {
+  LS_CHECK(output_overwritable(), "Sequential::forward_into: the last layer ({}) is fused, aliased or reads its "
+                                  "output in backward", layers_.empty() ? "none" : layers_.back()->describe());
+  return run_forward(x_in, ctx, layers_.size(), &output);
+}
+
+bool Sequential::output_overwritable() const {
+  if (layers_.empty()) return false;
+  const Module& last = *layers_.back();
+  return last.aliasing() == Aliasing::None && !last.is_relu() && !last.backward_reads_output();
+}
+
 void Sequential::set_parameter_wait_hook(ParameterWaitHook hook) {
   wait_hook_ = std::move(hook);
   wait_from_.assign(layers_.size(), -1);

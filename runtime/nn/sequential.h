@@ -12,7 +12,8 @@
 //             size, in the model's SharedScratch at this chain's nesting depth:
 //             shared with every other chain of that depth (nn/shared_scratch.h)
 // A chain whose last layer's work its caller runs (forward_but_last: a residual
-// block's fused join) allocates nothing for that layer's output.
+// block's fused join), or whose last layer writes into its caller's memory
+// (forward_into: a block's shortcut), allocates nothing for that layer's output.
 // Backward walks layers L-1..0 and calls the grad-ready hook after each layer
 // with parameters, the moment that layer's parameter gradients are final.
 // Forward calls the parameter-wait hook before each layer with parameters
@@ -76,6 +77,16 @@ class Sequential {
   // activation from then on (backward hands it to the last layer as y), so
   // the chain holds no memory for it.
   const Tensor& forward_but_last(const Tensor& x, const ForwardContext& ctx, const Tensor& output);
+  // Every layer, the last writing into `output` (shaped like the chain's
+  // output) instead of memory of the chain's own; `output` then stands as the
+  // last activation. For a caller that overwrites it afterwards (Residual: the
+  // shortcut's result is the join's residual, joined in place), so only where
+  // output_overwritable() says the layers never read it again.
+  const Tensor& forward_into(const Tensor& x, const ForwardContext& ctx, const Tensor& output);
+  // The last layer computes its output itself (not a ReLU that may be fused
+  // into the layer before, nor a view or in-place layer) and its backward does
+  // not read it: the chain's output may be overwritten after forward.
+  bool output_overwritable() const;
   // Where the loss writes dL/d(output): shaped like the last forward's output.
   Tensor output_grad();
   // Backward through every layer. The gradient of the input is written to
@@ -125,7 +136,8 @@ class Sequential {
 
  private:
   // forward() running the first `count` layers (binding every activation).
-  // `last_output`: forward_but_last's external output (count is then size() - 1).
+  // `last_output`: forward_but_last's external output (count is then size() - 1)
+  // or forward_into's (count is size()).
   const Tensor& run_forward(const Tensor& x, const ForwardContext& ctx, size_t count, const Tensor* last_output);
   Tensor grad_buffer(int which) const;  // grad[which], the whole shared buffer
   void allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu);
