@@ -28,19 +28,25 @@ MODES = ("cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16", "cuda-
          "fp16-resumed", "cuda-graph", "cuda-nhwc", "cuda-nhwc-bf16-graph")
 
 
-def test_accuracy(out, name):
+def read_records(out, name, prog="compare_lenet.py"):
+    """The JSON objects of OUT/lenet-NAME.jsonl; SystemExit with one line when it cannot be read."""
     path = os.path.join(out, f"lenet-{name}.jsonl")
     try:
         records = [json.loads(l) for l in open(path) if l.strip()]
     except OSError as e:
-        sys.exit(f"compare_lenet.py: {path}: {e.strerror}")
+        sys.exit(f"{prog}: {path}: {e.strerror}")
     except ValueError as e:
-        sys.exit(f"compare_lenet.py: {path}: not JSON Lines ({e})")
-    epochs = [r for r in records if isinstance(r, dict) and r.get("type") == "epoch"]
+        sys.exit(f"{prog}: {path}: not JSON Lines ({e})")
+    return [r for r in records if isinstance(r, dict)]
+
+
+def test_accuracy(out, name, prog="compare_lenet.py"):
+    path = os.path.join(out, f"lenet-{name}.jsonl")
+    epochs = [r for r in read_records(out, name, prog) if r.get("type") == "epoch"]
     if epochs and not isinstance(epochs[-1].get("test_acc"), (int, float)):
-        sys.exit(f"compare_lenet.py: {path}: the last epoch record has no numeric test_acc")
+        sys.exit(f"{prog}: {path}: the last epoch record has no numeric test_acc")
     if not epochs:
-        sys.exit(f"compare_lenet.py: {path}: no epoch records")
+        sys.exit(f"{prog}: {path}: no epoch records")
     return 100 * epochs[-1]["test_acc"]
 
 
