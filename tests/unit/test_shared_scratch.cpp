@@ -112,6 +112,27 @@ TEST_CASE("a fused residual join's branch allocates no output", "[scratch][resid
   CHECK(branch.activation_bytes() == joined + out.numel() * static_cast<int64_t>(sizeof(float)));
 }
 
+TEST_CASE("a projection shortcut writes into its block's output and allocates none of its own", "[scratch][residual]") {
+  set_compute_threads(1);
+  auto m = resnet20_planned(16);
+  Sequential& net = m->net();
+  const std::vector<Shape> shapes = net.shapes(m->batch_shape(2));
+  int projections = 0;
+  for (size_t i = 0; i < net.size(); ++i) {
+    auto* block = dynamic_cast<Residual*>(&net.layer(i));
+    if (!block || block->shortcut().size() == 0) continue;
+    ++projections;
+    Sequential& shortcut = block->shortcut();
+    REQUIRE(shortcut.output_overwritable());  // conv 1x1, then batch norm (no fused ReLU)
+    const int64_t joined = shortcut.activation_bytes();
+    const Shape& out = shapes[i];
+    // Run on its own, the chain plans memory for its last activation too.
+    shortcut.forward(random_batch(shapes[i - 1], 6), ForwardContext{});
+    CHECK(shortcut.activation_bytes() == joined + out.numel() * static_cast<int64_t>(sizeof(float)));
+  }
+  CHECK(projections == 2);  // resnet20: the first block of stages 2 and 3
+}
+
 TEST_CASE("no layer reads what another left in the shared scratch", "[scratch]") {
   // Two identical models train on the same batches; one has its shared
   // scratch set to NaN before every forward and every backward. Any layer
