@@ -397,6 +397,7 @@ TrainSummary Trainer::run() {
 
   TrainSummary sum;
   double measured_seconds = 0, measured_images = 0;
+  std::vector<double> step_seconds;  // each timed step's, for the window rates
   const int64_t first_step = progress_.step;
   std::vector<double> train_times, test_times;
   std::vector<int64_t> epoch_numbers;
@@ -482,7 +483,8 @@ TrainSummary Trainer::run() {
       const auto now = Clock::now();
       const double data_wait = loader.take_wait_seconds();  // every step: the warm-up's waits are dropped
       if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
-        measured_seconds += std::chrono::duration<double>(now - tick).count();
+        step_seconds.push_back(std::chrono::duration<double>(now - tick).count());
+        measured_seconds += step_seconds.back();
         sum.data_wait_seconds += data_wait;
         measured_images += static_cast<double>(micro_batch_ * K * world);
         // With --cuda-graph the collectives run inside the replayed graph, out of
@@ -587,7 +589,8 @@ TrainSummary Trainer::run() {
   }
   if (c_.check_replicas_every > 0)
     log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
-  report(sum, RunTally{train_times, test_times, epoch_numbers, measured_seconds, measured_images, first_step},
+  report(sum,
+         RunTally{train_times, test_times, epoch_numbers, step_seconds, measured_seconds, measured_images, first_step},
          records);
   if (!c_.save_weights.empty()) sync_buffers();
   if (rank0() && !c_.save_weights.empty()) {

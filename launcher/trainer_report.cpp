@@ -1,6 +1,7 @@
 // Trainer: the end of a completed run -- the summary figures, the seeds'
 // "Average time" line, --benchmark's line, memory high-water marks and the
 // metrics file's summary record (trainer.h has the class; trainer.cpp the loop).
+#include <algorithm>
 #include <cmath>
 
 #include "metrics.h"
@@ -9,6 +10,31 @@
 #include "trainer.h"
 
 namespace lockstep {
+namespace {
+
+// The timed steps in consecutive windows of kRateWindow (a partial last one
+// left out), each window's images/s: the statistic scripts/bench/torch_*.py
+// report for PyTorch (the median of 10-step windows), and the spread a noisy
+// or host-bound run shows.
+constexpr size_t kRateWindow = 10;
+struct WindowRates {
+  size_t count = 0;
+  double median = 0, min = 0, max = 0;
+};
+WindowRates window_rates(const std::vector<double>& step_seconds, double images_per_step) {
+  std::vector<double> rates;
+  for (size_t i = 0; i + kRateWindow <= step_seconds.size(); i += kRateWindow) {
+    double s = 0;
+    for (size_t j = i; j < i + kRateWindow; ++j) s += step_seconds[j];
+    if (s > 0) rates.push_back(images_per_step * static_cast<double>(kRateWindow) / s);
+  }
+  if (rates.empty()) return {};
+  std::sort(rates.begin(), rates.end());
+  const size_t n = rates.size();
+  return {n, n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]), rates.front(), rates.back()};
+}
+
+}  // namespace
 
 void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) {
   const int world = comm_.size();
@@ -56,13 +82,18 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
     log_->warn("input-bound: training waited for its next batch {:.0f}% of the timed steps ({:.1f} ms per step); "
                "more --loader-threads (now {}) may help",
                100 * data_fraction, data_ms, loader_threads_);
+  const WindowRates windows = window_rates(t.step_seconds, static_cast<double>(global_batch_));
   if (c_.benchmark)
     log_->info("benchmark: {} on {} samples{}, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
-               "{:.1f} ms per step ({} steps timed, {} warm-up steps left out)",
+               "{:.1f} ms per step ({} steps timed, {} warm-up steps left out){}",
                c_.model, train_->sample_shape().str(), c_.benchmark_input == "fixed" ? " (one fixed batch)" : "",
                micro_batch_ * K, world, world == 1 ? "" : "s",
                group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
-               std::llround(measured_steps), progress_.step - t.first_step - std::llround(measured_steps));
+               std::llround(measured_steps), progress_.step - t.first_step - std::llround(measured_steps),
+               windows.count < 2 ? std::string()
+                                 : fmt::format("; {}-step windows: median {} img/s, {}-{}", kRateWindow,
+                                               group_thousands(windows.median), group_thousands(windows.min),
+                                               group_thousands(windows.max)));
   nlohmann::json summary = {
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
       {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
@@ -78,6 +109,9 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"exposed_comm_fraction", t.measured_seconds > 0 ? sum.comm_wait_seconds / t.measured_seconds : 0.0},
       {"data_wait_seconds", sum.data_wait_seconds}, {"data_wait_fraction", data_fraction},
       {"loader_threads", loader_threads_},
+      {"window_steps", kRateWindow}, {"windows", windows.count},
+      {"window_median_images_per_sec", windows.median}, {"window_min_images_per_sec", windows.min},
+      {"window_max_images_per_sec", windows.max},
       {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}};
   summary.update(memory);
   records.write(summary);

@@ -5,6 +5,9 @@ check.sh's bench_lockstep: bench-MODEL[-bf16|-fp16][-nhwc][-any][-graph]) and
 the PyTorch result lines of OUT_DIR/bench.*.log (torch_gpu.py's JSON lines),
 and prints one Markdown row per lockstep run with the PyTorch eager (and
 compile) figure of the same model, precision and layout, and the ratio.
+torch_gpu.py reports the median of 10-step windows; so the ratio takes
+lockstep's median of 10-step windows where the run had any (its mean rate
+over the timed steps otherwise), and the row shows both.
 
   python3 scripts/gpu/bench_table.py OUT_DIR
 """
@@ -30,9 +33,11 @@ def lockstep_runs(out):
             continue
         precision = next((p for p in parts if p in ("bf16", "fp16")), "fp32")
         layout = "nhwc" if "nhwc" in parts else "nchw"
-        flags = [f for f, token in (("--cuda-graph", "graph"), ("any algorithm", "any")) if token in parts]
+        flags = [f for f, token in (("--cuda-graph", "graph"), ("any algorithm", "any"), ("loader input", "loader"))
+                 if token in parts]
         yield {"model": summary.get("model", parts[0]), "precision": precision, "layout": layout,
                "variant": ", ".join(flags) or "default", "images_per_sec": summary["images_per_sec"],
+               "window_median": summary.get("window_median_images_per_sec") if summary.get("windows") else None,
                "ms_per_step": summary["ms_per_step"]}
 
 
@@ -62,16 +67,17 @@ def main():
     rows = list(lockstep_runs(out))
     if not rows:
         sys.exit(f"bench_table.py: no lockstep benchmark results (bench-*.jsonl with a summary) in {out}")
-    print("| model | precision | layout | lockstep run | lockstep img/s | ms/step | PyTorch eager img/s | ratio | "
-          "PyTorch compile img/s |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    print("| model | precision | layout | lockstep run | lockstep img/s | window median | ms/step | "
+          "PyTorch eager img/s | ratio | PyTorch compile img/s |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         key = (r["model"], r["precision"], r["layout"])
         eager, compiled = torch.get(key + ("eager",)), torch.get(key + ("compile",))
-        ratio = f"**{r['images_per_sec'] / eager:.2f}x**" if eager else "-"
+        median = r["window_median"]
+        ratio = f"**{(median or r['images_per_sec']) / eager:.2f}x**" if eager else "-"
         print(f"| {r['model']} | {r['precision']} | {r['layout']} | {r['variant']} | {r['images_per_sec']:,.0f} | "
-              f"{r['ms_per_step']:.1f} | {f'{eager:,.0f}' if eager else '-'} | {ratio} | "
-              f"{f'{compiled:,.0f}' if compiled else '-'} |")
+              f"{f'{median:,.0f}' if median else '-'} | {r['ms_per_step']:.1f} | {f'{eager:,.0f}' if eager else '-'} | "
+              f"{ratio} | {f'{compiled:,.0f}' if compiled else '-'} |")
 
 
 if __name__ == "__main__":

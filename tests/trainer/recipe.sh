@@ -5,7 +5,8 @@
 # --no-decay-bn-bias changes training only when there is weight decay;
 # --label-smoothing reaches the loss and the model still learns; --benchmark
 # trains on synthetic data shaped for the model, never evaluates and ends with
-# one images/s line; --benchmark-input fixed trains every step on the first
+# one images/s line (with the median and range of 10-step windows when there
+# are two or more); --benchmark-input fixed trains every step on the first
 # batch (the weights of a loader run whose every epoch is those samples, to
 # rounding: the loader shuffles them) and says so.
 # usage: recipe.sh path/to/trainer path/to/compare_weights
@@ -94,7 +95,19 @@ e = [r for r in recs if r["type"] == "epoch"]; s = recs[-1]
 assert s["type"] == "summary" and s["benchmark"] is True and s["eval"] is False, s
 assert s["steps"] == 12 and s["images_per_sec"] > 0 and s["ms_per_step"] > 0, s
 assert abs(s["ms_per_step"] / 1e3 - 32 / s["images_per_sec"]) < 1e-9, s
-assert len(e) == 2 and all(r["test_acc"] == 0 and r["test_loss"] == 0 for r in e), e'
+assert len(e) == 2 and all(r["test_acc"] == 0 and r["test_loss"] == 0 for r in e), e
+assert s["windows"] == 0 and s["window_steps"] == 10, s'
+# 22 timed steps: two full 10-step windows (the last 2 steps in none), whose
+# median and range the line and the summary give, as PyTorch's scripts time.
+"$TRAINER" --benchmark --model mlp --batch-size 32 --epochs 1 --max-steps 27 --threads 1 --progress off \
+  --metrics-file "$WORK/win.jsonl" > "$WORK/win.out"
+grep -qE '\(22 steps timed, 5 warm-up steps left out\); 10-step windows: median [0-9,]+ img/s, [0-9,]+-[0-9,]+$' \
+  "$WORK/win.out" || fail "no window figures in the benchmark line: $(tail -1 "$WORK/win.out")"
+jq_py "$WORK/win.jsonl" '
+s = recs[-1]
+assert s["windows"] == 2 and s["window_steps"] == 10, s
+assert 0 < s["window_min_images_per_sec"] <= s["window_median_images_per_sec"] <= s["window_max_images_per_sec"], s
+assert abs(s["window_median_images_per_sec"] - (s["window_min_images_per_sec"] + s["window_max_images_per_sec"]) / 2) < 1e-6 * s["window_max_images_per_sec"], s'
 # --benchmark-input fixed: 8 steps on the first batch of 32. Over 32 samples
 # (one batch per epoch) it ends at a loader run's weights to rounding (the
 # loader reshuffles the same samples each epoch); over 256 samples it does not
