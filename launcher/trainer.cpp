@@ -349,14 +349,6 @@ void Trainer::check_loss(const LossAccumulator& train_loss) {
   }
 }
 
-std::pair<double, int64_t> Trainer::clip_state() {
-  if (dev_) {
-    const LossScaleState st = dev_->read_loss_scale();
-    return {st.grad_norm, st.clipped};
-  }
-  return {dopt_->last_grad_norm(), dopt_->clipped_steps()};
-}
-
 void Trainer::graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
                          bool epoch_end) {
   const Batch& b = next_batch(loader);

@@ -1,6 +1,7 @@
 // Trainer: the end of a completed run -- the summary figures, the seeds'
 // "Average time" line, --benchmark's line, memory high-water marks and the
-// metrics file's summary record (trainer.h has the class; trainer.cpp the loop).
+// metrics file's summary record -- and the clipping figures the epoch lines
+// report (trainer.h has the class; trainer.cpp the loop).
 #include <algorithm>
 #include <cmath>
 
@@ -35,6 +36,14 @@ WindowRates window_rates(const std::vector<double>& step_seconds, double images_
 }
 
 }  // namespace
+
+std::pair<double, int64_t> Trainer::clip_state() {
+  if (dev_) {
+    const LossScaleState st = dev_->read_loss_scale();
+    return {st.grad_norm, st.clipped};
+  }
+  return {dopt_->last_grad_norm(), dopt_->clipped_steps()};
+}
 
 void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) {
   const int world = comm_.size();
