@@ -311,7 +311,8 @@ profile_lockstep() {  # name steps trainer-flags...
   [[ -n "$NCU" ]] || { echo "no ncu on this machine"; return 77; }
   host_env "$NCU" --clock-control none --profile-from-start off --csv --metrics gpu__time_duration.sum \
     --print-units base --log-file "$OUT/$name.csv" env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$B/bin/trainer" \
-    --benchmark --device cuda --cudnn-benchmark --progress off --max-steps $((6 + steps)) "$@" > /dev/null || return 1
+    --benchmark --benchmark-input fixed --epochs 1 --device cuda --cudnn-benchmark --progress off \
+    --max-steps $((6 + steps)) "$@" > /dev/null || return 1
   host_env "$PY" "$ROOT/scripts/gpu/kernel_times.py" "$OUT/$name.csv" "$steps"
 }
 if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
