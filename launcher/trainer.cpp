@@ -388,8 +388,7 @@ TrainSummary Trainer::run() {
   Sequential& net = model_->net();
 
   TrainSummary sum;
-  double measured_seconds = 0, measured_images = 0;
-  std::vector<double> step_seconds;  // each timed step's, for the window rates
+  std::vector<double> step_seconds;  // each timed step's (after warm-up)
   const int64_t first_step = progress_.step;
   std::vector<double> train_times, test_times;
   std::vector<int64_t> epoch_numbers;
@@ -476,9 +475,7 @@ TrainSummary Trainer::run() {
       const double data_wait = loader.take_wait_seconds();  // every step: the warm-up's waits are dropped
       if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
         step_seconds.push_back(std::chrono::duration<double>(now - tick).count());
-        measured_seconds += step_seconds.back();
         sum.data_wait_seconds += data_wait;
-        measured_images += static_cast<double>(micro_batch_ * K * world);
         // With --cuda-graph the collectives run inside the replayed graph, out of
         // the host's sight: only eager and capture steps can be measured.
         if (!c_.cuda_graph || !dev_->last_step_replayed()) sum.comm_wait_seconds += dopt_->last_comm_wait_seconds();
@@ -581,9 +578,7 @@ TrainSummary Trainer::run() {
   }
   if (c_.check_replicas_every > 0)
     log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
-  report(sum,
-         RunTally{train_times, test_times, epoch_numbers, step_seconds, measured_seconds, measured_images, first_step},
-         records);
+  report(sum, RunTally{train_times, test_times, epoch_numbers, step_seconds, first_step}, records);
   if (!c_.save_weights.empty()) sync_buffers();
   if (rank0() && !c_.save_weights.empty()) {
     const auto [mean, std] = train_->input_normalization();

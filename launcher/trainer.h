@@ -123,8 +123,7 @@ class Trainer {
     const std::vector<double>& train_seconds;  // per epoch
     const std::vector<double>& test_seconds;   // per epoch
     const std::vector<int64_t>& epochs;        // the epochs' numbers, from 1
-    const std::vector<double>& step_seconds;   // each timed step's, in order
-    double measured_seconds, measured_images;  // the timed steps (after warm-up)
+    const std::vector<double>& step_seconds;   // each timed step's (after warm-up), in order
     int64_t first_step;                        // the step this run started from
   };
   // The end of a run that was not stopped (trainer_report.cpp): fills sum's

@@ -48,8 +48,13 @@ std::pair<double, int64_t> Trainer::clip_state() {
 void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
-  sum.images_per_sec = t.measured_seconds > 0 ? t.measured_images / t.measured_seconds : 0.0;
-  sum.measured_seconds = t.measured_seconds;
+  // The timed steps: every one trains global_batch_ images.
+  double measured_seconds = 0;
+  for (const double s : t.step_seconds) measured_seconds += s;
+  const auto measured_steps = static_cast<double>(t.step_seconds.size());
+  sum.images_per_sec =
+      measured_seconds > 0 ? measured_steps * static_cast<double>(global_batch_) / measured_seconds : 0.0;
+  sum.measured_seconds = measured_seconds;
 
   // The seeds' summary: mean epoch times with the first epoch excluded (it pays for warm-up).
   const size_t first = t.train_seconds.size() > 1 ? 1 : 0;
@@ -81,11 +86,10 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
                first ? fmt::format("epochs {}-{}", t.epochs[first], t.epochs.back())
                      : fmt::format("epoch {}", t.epochs.front()),
                throughput, kWarmupSteps);
-  const double measured_steps = t.measured_images / static_cast<double>(global_batch_);
-  const double ms_per_step = measured_steps > 0 ? 1e3 * t.measured_seconds / measured_steps : 0.0;
+  const double ms_per_step = measured_steps > 0 ? 1e3 * measured_seconds / measured_steps : 0.0;
   // Input-bound: the step waited for its batch (PrefetchLoader) a tenth of the
   // time or more, and at least 1 ms per step (tiny steps' waits are noise).
-  const double data_fraction = t.measured_seconds > 0 ? sum.data_wait_seconds / t.measured_seconds : 0.0;
+  const double data_fraction = measured_seconds > 0 ? sum.data_wait_seconds / measured_seconds : 0.0;
   const double data_ms = measured_steps > 0 ? 1e3 * sum.data_wait_seconds / measured_steps : 0.0;
   if (data_fraction >= 0.1 && data_ms >= 1.0 && rank0())
     log_->warn("input-bound: training waited for its next batch {:.0f}% of the timed steps ({:.1f} ms per step); "
@@ -115,7 +119,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
       {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
       {"comm_wait_seconds", sum.comm_wait_seconds},
-      {"exposed_comm_fraction", t.measured_seconds > 0 ? sum.comm_wait_seconds / t.measured_seconds : 0.0},
+      {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
       {"data_wait_seconds", sum.data_wait_seconds}, {"data_wait_fraction", data_fraction},
       {"loader_threads", loader_threads_},
       {"window_steps", kRateWindow}, {"windows", windows.count},

@@ -24,8 +24,12 @@ constexpr uint64_t rng_key(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c
 // Weyl sequence starting at key; mix64 adds the increment).
 constexpr uint64_t rng_u64(uint64_t key, uint64_t i) { return mix64(key + i * 0x9E3779B97F4A7C15ull); }
 
-// Uniform float in [0, 1) from the top 24 bits of a draw.
-constexpr float u64_to_unit_float(uint64_t x) { return static_cast<float>(x >> 40) * (1.0f / 16777216.0f); }
+// Uniform float in [0, 1) from the top 24 bits of a draw. Converted through
+// int32 (the value is below 2^24, so the same float): a conversion vector
+// units have, so loops over draws vectorise.
+constexpr float u64_to_unit_float(uint64_t x) {
+  return static_cast<float>(static_cast<int32_t>(x >> 40)) * (1.0f / 16777216.0f);
+}
 
 // Sequential generator over one stream (for initialisation and shuffles).
 class Rng {

@@ -3,32 +3,20 @@
 
 #include "core/hash.h"
 #include "core/rng.h"
+#include "ops/simd.h"
 
 namespace lockstep {
 namespace {
 
-// Compiled for AVX-512 and AVX2 as well as baseline x86-64, picked at load
-// time: the two 64-bit hashes per value vectorise (AVX-512 multiplies 64-bit
-// lanes natively). Integer hashing and the exact 24-bit conversion give the
-// same bits in every clone; ISO C++ (no extensions) keeps gcc from fusing
-// the final multiply-adds. Not under TSan (see ops/simd.h).
-#if defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define LS_SYNTH_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define LS_SYNTH_CLONES
-#endif
-
-// u64_to_unit_float through int32 (x >> 40 < 2^24, so the same value): a
-// conversion the vector units have.
-inline float unit_float(uint64_t x) {
-  return static_cast<float>(static_cast<int32_t>(x >> 40)) * (1.0f / 16777216.0f);
-}
-
-// One sample's `per` values: pattern(label) + noise(sample).
-LS_SYNTH_CLONES void fill_values(uint64_t pattern_key, uint64_t noise_key, int64_t per, float* d) {
+// One sample's `per` values: pattern(label) + noise(sample). Compiled for
+// AVX-512 and AVX2 as well as baseline x86-64, picked at load time: the two
+// 64-bit hashes per value vectorise. Integer hashing and the exact 24-bit
+// conversion give the same bits in every clone; ISO C++ (no extensions)
+// keeps gcc from fusing the final multiply-adds.
+LS_SIMD_CLONES_AVX512 void fill_values(uint64_t pattern_key, uint64_t noise_key, int64_t per, float* d) {
   for (int64_t e = 0; e < per; ++e) {
-    const float pattern = unit_float(rng_u64(pattern_key, static_cast<uint64_t>(e))) - 0.5f;
-    const float noise = unit_float(rng_u64(noise_key, static_cast<uint64_t>(e))) - 0.5f;
+    const float pattern = u64_to_unit_float(rng_u64(pattern_key, static_cast<uint64_t>(e))) - 0.5f;
+    const float noise = u64_to_unit_float(rng_u64(noise_key, static_cast<uint64_t>(e))) - 0.5f;
     d[e] = 0.25f * pattern + 2.f * noise;  // hard enough that accuracy is not trivially 100%
   }
 }

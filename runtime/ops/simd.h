@@ -17,10 +17,14 @@
 
 // Not under TSan: gcc instruments the clones' ifunc resolver, which the
 // dynamic loader runs before the TSan runtime is up (a segfault at start-up).
+// LS_SIMD_CLONES_AVX512 adds an AVX-512 clone, for loops that need its
+// 64-bit lane multiplies (the synthetic data's hashes).
 #if defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define LS_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define LS_SIMD_CLONES_AVX512 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define LS_SIMD_CLONES
+#define LS_SIMD_CLONES_AVX512
 #endif
 
 namespace lockstep::ops {
