@@ -332,6 +332,10 @@ if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
                                       --batch-size 128 --precision bf16 --layout nhwc
   step profile.resnet50.torch.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 \
                                       --batch-size 128 "${R50[@]}" --precision bf16 --channels-last --profile --window 2
+  step profile.convnet.lockstep.bf16.nhwc profile_lockstep profile-convnet-bf16-nhwc 3 --model convnet \
+                                      --batch-size 1024 --precision bf16 --layout nhwc
+  step profile.convnet.torch.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet \
+                                      --batch-size 1024 --precision bf16 --channels-last --profile --window 3
   step profile.convnet.lockstep.fp32.nhwc profile_lockstep profile-convnet-fp32-nhwc 2 --model convnet \
                                       --batch-size 1024 --layout nhwc
 fi
