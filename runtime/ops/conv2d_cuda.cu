@@ -9,13 +9,18 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/throw.h"
 #include "cuda/check.h"
 #include "ops/conv2d_epilogue_cuda.h"
+#include "ops/conv_filter_plan.h"
+#include "ops/disagreement.h"
 #include "ops/layout_cuda.h"
 
 namespace lockstep::ops {
@@ -148,6 +153,10 @@ struct Conv2dCuda::Impl {
     bool provisional = false;  // heuristics standing in for a search inside a capture: not cached
   };
   std::map<int64_t, Choice> chosen_for;
+  // 16-bit under ConvSearch::Benchmark: per batch size, the graph-API plan for
+  // the filter gradient when one beat the legacy algorithm in the timed race
+  // (nullopt: the legacy algorithm won, or no plan passed the rules).
+  std::map<int64_t, std::optional<ConvFilterPlan>> filter_plan_for;
 
   ~Impl() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -193,6 +202,64 @@ struct Conv2dCuda::Impl {
   }
 
   std::string describe(int64_t batch) const { return ::lockstep::ops::describe(batch, oc, g); }
+
+  // The decided filter-gradient plan for the prepared batch size, or null (legacy algorithm).
+  const ConvFilterPlan* filter_plan() const {
+    const auto it = filter_plan_for.find(n);
+    return it != filter_plan_for.end() && it->second ? &*it->second : nullptr;
+  }
+
+  // 16-bit, ConvSearch::Benchmark, outside a capture, once per batch size: the
+  // graph API's engine configurations for the filter gradient (up to 8 that
+  // pass ConvFilterPlan's rules under this policy) raced against the legacy
+  // algorithm on this call's x and dy, writing into the dw16 scratch. A plan
+  // enters the race only if its gradient agrees with the legacy algorithm's
+  // (ops/disagreement.h): a wrong engine is never kept. The winner is kept for
+  // the batch size. A legacy gradient with an inf or NaN (an fp16 loss scale
+  // still too high) decides nothing: the next call tries again. Synchronises
+  // the stream, as cudnnFind* does.
+  void decide_filter_plan(cuda::Context& ctx, const void* xp, const void* dyp, size_t dw16_bytes) {
+    const cuda::ConvPolicy& policy = ctx.conv_policy();
+    if (!is_16bit(data) || policy.search != cuda::ConvSearch::Benchmark || filter_plan_for.count(n)) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    LS_CUDA_CHECK(cudaStreamIsCapturing(ctx.raw_stream(), &capture));
+    if (capture != cudaStreamCaptureStatusNone) return;  // legacy until a call outside the capture decides
+    const float one = 1.f, zero = 0.f;
+    const auto legacy = [&](void* dw16, void* ws) {
+      LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, filter_math));
+      LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, x, xp, y, dyp, conv, filter_algo, ws,
+                                                    algos.backward_filter_bytes, &zero, w, dw16));
+    };
+    const size_t count = static_cast<size_t>(oc * g.k());
+    const bool bf16 = data == ConvData::BF16;
+    char* block = static_cast<char*>(ctx.workspace(dw16_bytes + algos.backward_filter_bytes));
+    legacy(block, block + dw16_bytes);
+    const std::vector<float> ref = download_16_as_float(block, count, bf16, ctx.raw_stream());
+    if (!std::all_of(ref.begin(), ref.end(), [](float v) { return std::isfinite(v); })) return;
+
+    const FilterGradShape shape{n, g.c, g.h, g.w, oc, g.kh, g.kw, g.oh, g.ow, g.pad, g.stride,
+                                layout == Layout::NHWC};
+    std::vector<ConvFilterPlan> plans = ConvFilterPlan::candidates(
+        ctx.cudnn(), cudnn_type(data), shape, policy.deterministic, policy.workspace_limit, /*max_candidates=*/8);
+    size_t bytes = algos.backward_filter_bytes;
+    for (const ConvFilterPlan& p : plans) bytes = std::max(bytes, p.workspace_bytes());
+    block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
+    void* dw16 = block;
+    void* ws = block + dw16_bytes;
+    std::vector<std::function<void()>> runs{[&] { legacy(dw16, ws); }};
+    std::vector<size_t> entered;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      plans[i].run(ctx.cudnn(), xp, dyp, dw16, ws);
+      if (disagreement(ref, download_16_as_float(dw16, count, bf16, ctx.raw_stream())) > disagreement_bound_16(bf16))
+        continue;
+      entered.push_back(i);
+      runs.push_back([&, i] { plans[i].run(ctx.cudnn(), xp, dyp, dw16, ws); });
+    }
+    std::optional<ConvFilterPlan> winner;
+    const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3) : 0;
+    if (best > 0) winner = std::move(plans[entered[best - 1]]);
+    filter_plan_for.emplace(n, std::move(winner));
+  }
 
   // Descriptors and algorithms for batch size `batch` > 0.
   void prepare(cuda::Context& ctx, int64_t batch) {
@@ -381,7 +448,13 @@ Conv2dCuda& Conv2dCuda::operator=(Conv2dCuda&&) noexcept = default;
 
 Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
   impl_->prepare(ctx, n);
-  return impl_->algos;
+  Algorithms a = impl_->algos;
+  if (const ConvFilterPlan* p = impl_->filter_plan()) {
+    a.backward_filter_engine = p->engine();
+    a.backward_filter_bytes = p->workspace_bytes();
+    a.deterministic = a.deterministic && p->deterministic();
+  }
+  return a;
 }
 
 
@@ -449,14 +522,21 @@ void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const
   conv_mask_and_bias_grad_cuda(ctx, dt, m.layout, n, m.oc, m.g.oh * m.g.ow, y, dy, db, accumulate, relu);
   // One workspace block: the 16-bit dw first, then cuDNN's scratch.
   const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * size_of(dt));
-  const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
+  m.decide_filter_plan(ctx, x, dy, dw16_bytes);
+  const ConvFilterPlan* plan = m.filter_plan();
+  const size_t filter_bytes = plan ? plan->workspace_bytes() : m.algos.backward_filter_bytes;
+  const size_t bytes = std::max(filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
   char* block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
   void* dw16 = block;
   void* ws = block + dw16_bytes;
   const float one = 1.f, zero = 0.f;
-  LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
-  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
-                                                &zero, m.w, dw16));
+  if (plan) {
+    plan->run(ctx.cudnn(), x, dy, dw16, ws);
+  } else {
+    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
+                                                  bytes, &zero, m.w, dw16));
+  }
   // Widened into dw (NHWC: dw16 is [OC, KH, KW, C], reordered too).
   conv_weight_grad_cuda(dt, m.layout, m.oc, m.g.c, m.g.kh * m.g.kw, dw16, dw, accumulate, ctx.raw_stream());
   if (dx) {

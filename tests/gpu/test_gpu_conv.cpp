@@ -42,8 +42,12 @@
 //     and of a 3x3 in NHWC (32 -> 64, 14x14, batch 2) 3.1e-2. The choice is
 //     timed, so it can differ from run to run (the NHWC case passed at 1e-2
 //     in an earlier call). bf16 dx and dw under that policy: 5e-2 (~13 x
-//     2^-8); an indexing error is off by O(1). fp16 keeps its bounds (its NHWC
-//     cases passed under that policy).
+//     2^-8); an indexing error is off by O(1). fp16 the same: the 1x1 case's
+//     dw came out 1.54e-3 off on an H100 (2026-11-24, a third run; 1.5e-3
+//     had held before), so dx and dw under that policy: 6.5e-3 (~13 x 2^-11).
+//   Timed choices (--cudnn-benchmark) race graph-API engines for the 16-bit dw
+//     (test_gpu_conv_plan.cpp), some of which round partial sums too (one was
+//     5.4e-2 off in bf16 on an H100, 2026-11-24): the any-algorithm bounds.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -69,6 +73,7 @@ constexpr double kBf16OutTol = 1.5e-2;  // y: two roundings
 constexpr double kF16Tol = 1.5e-3;
 constexpr double kF16DxTol = 4e-3;  // see the header: strided backward-data
 constexpr double kF16OutTol = 2e-3;  // y: two roundings
+constexpr double kF16AnyAlgoTol = 6.5e-3;  // dx, dw: see the header
 
 // The tensor helpers copy on the legacy default stream; the ops run on the
 // context's non-blocking stream. Wait for everything before launching.
@@ -164,9 +169,12 @@ void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Co
                    bool accumulate, bool with_dx, uint64_t seed, Layout layout = Layout::NCHW) {
   const Sizes z = sizes(s);
   const double out_tol = dt == DType::BF16 ? kBf16OutTol : kF16OutTol;
-  const double bf16_tol = f.ctx.conv_policy().deterministic ? kBf16Tol : kBf16AnyAlgoTol;
-  const double tol = dt == DType::BF16 ? bf16_tol : kF16Tol;
-  const double dx_tol = dt == DType::BF16 ? bf16_tol : kF16DxTol;
+  // Timed choices (ConvSearch::Benchmark) may also take a graph-API engine for
+  // dw that rounds partial sums (ops/conv_filter_plan.h): the any-algorithm bounds.
+  const bool any = !f.ctx.conv_policy().deterministic || f.ctx.conv_policy().search == cuda::ConvSearch::Benchmark;
+  const double bf16_tol = any ? kBf16AnyAlgoTol : kBf16Tol;
+  const double tol = dt == DType::BF16 ? bf16_tol : any ? kF16AnyAlgoTol : kF16Tol;
+  const double dx_tol = dt == DType::BF16 ? bf16_tol : any ? kF16AnyAlgoTol : kF16DxTol;
   const auto x16 = bits_16(dt, random_vector(z.x, seed + 1)), w16 = bits_16(dt, random_vector(z.w, seed + 2));
   const auto dy16 = bits_16(dt, random_vector(z.y, seed + 4));
   const auto x = values_16(dt, x16), w = values_16(dt, w16), dy0 = values_16(dt, dy16);

@@ -1,0 +1,243 @@
+// ConvFilterPlan: a convolution's filter gradient through cuDNN's graph API
+// (see the header for why and for the rules a candidate must pass).
+#include "ops/conv_filter_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "comm/communicator.h"
+#include "core/throw.h"
+#include "cuda/check.h"
+#include "cuda/stream.h"
+
+namespace lockstep::ops {
+
+namespace {
+
+// One backend descriptor, destroyed with the object.
+class Backend {
+ public:
+  explicit Backend(cudnnBackendDescriptorType_t type) { LS_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_)); }
+  ~Backend() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  Backend(Backend&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  Backend& operator=(Backend&& o) noexcept {
+    if (this != &o) {
+      if (d_) cudnnBackendDestroyDescriptor(d_);
+      d_ = std::exchange(o.d_, nullptr);
+    }
+    return *this;
+  }
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  cudnnBackendDescriptor_t get() const { return d_; }
+  cudnnBackendDescriptor_t release() { return std::exchange(d_, nullptr); }
+  void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* values) {
+    LS_CUDNN_CHECK(cudnnBackendSetAttribute(d_, name, type, count, values));
+  }
+  void set_desc(cudnnBackendAttributeName_t name, const Backend& other) {
+    cudnnBackendDescriptor_t o = other.get();
+    set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
+  }
+  void finalize() { LS_CUDNN_CHECK(cudnnBackendFinalize(d_)); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// The handle attributes of a graph and a plan are marked deprecated in
+// cuDNN 9 (a device-properties descriptor may stand in) but still honoured.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+constexpr cudnnBackendAttributeName_t kGraphHandle = CUDNN_ATTR_OPERATIONGRAPH_HANDLE;
+constexpr cudnnBackendAttributeName_t kPlanHandle = CUDNN_ATTR_EXECUTION_PLAN_HANDLE;
+#pragma GCC diagnostic pop
+
+constexpr int64_t kUidX = 'x', kUidDy = 'y', kUidDw = 'w';
+constexpr int64_t kAlignment = 16;  // bytes: the caching allocator's blocks are 256-aligned
+
+// A 4-d tensor [d0, d1, d2, d3] (logical NCHW order), channels-last strides
+// when `nhwc`, packed NCHW otherwise.
+Backend tensor(int64_t uid, cudnnDataType_t type, std::array<int64_t, 4> d, bool nhwc) {
+  const std::array<int64_t, 4> strides =
+      nhwc ? std::array<int64_t, 4>{d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]}
+           : std::array<int64_t, 4>{d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+  Backend t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, d.data());
+  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+  t.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  t.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kAlignment);
+  t.finalize();
+  return t;
+}
+
+template <typename Note>
+std::vector<Note> notes(cudnnBackendDescriptor_t engine, cudnnBackendAttributeName_t name,
+                        cudnnBackendAttributeType_t type) {
+  std::vector<Note> out(16);
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(engine, name, type, static_cast<int64_t>(out.size()), &count, out.data()) !=
+      CUDNN_STATUS_SUCCESS)
+    count = 0;
+  out.resize(static_cast<size_t>(std::clamp<int64_t>(count, 0, static_cast<int64_t>(out.size()))));
+  return out;
+}
+
+template <typename T>
+bool has(const std::vector<T>& v, T x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+struct ConvFilterPlan::Descriptors {
+  Backend x{CUDNN_BACKEND_TENSOR_DESCRIPTOR}, dy{CUDNN_BACKEND_TENSOR_DESCRIPTOR}, dw{CUDNN_BACKEND_TENSOR_DESCRIPTOR};
+  Backend conv{CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR};
+  Backend op{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR};
+  Backend graph{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR};
+};
+
+std::vector<ConvFilterPlan> ConvFilterPlan::candidates(cudnnHandle_t handle, cudnnDataType_t type,
+                                                       const FilterGradShape& s, bool deterministic,
+                                                       size_t workspace_limit, size_t max_candidates) {
+  LS_REQUIRE(s.n > 0 && s.c > 0 && s.oc > 0 && s.h > 0 && s.w > 0 && s.kh > 0 && s.kw > 0 && s.oh > 0 && s.ow > 0 &&
+                 s.stride > 0 && s.pad >= 0,
+             "convolution filter-gradient plan: invalid shape");
+  auto d = std::make_shared<Descriptors>();
+  d->x = tensor(kUidX, type, {s.n, s.c, s.h, s.w}, s.nhwc);
+  d->dy = tensor(kUidDy, type, {s.n, s.oc, s.oh, s.ow}, s.nhwc);
+  d->dw = tensor(kUidDw, type, {s.oc, s.c, s.kh, s.kw}, s.nhwc);
+
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t dims = 2;
+  const std::array<int64_t, 2> dilation{1, 1}, stride{s.stride, s.stride}, pad{s.pad, s.pad};
+  d->conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  d->conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  d->conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+  d->conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation.data());
+  d->conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride.data());
+  d->conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad.data());
+  d->conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad.data());
+  d->conv.finalize();
+
+  const float alpha = 1.f, beta = 0.f;  // fp32: the compute type's scalars
+  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, d->x);
+  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, d->dy);
+  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, d->dw);
+  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, d->conv);
+  d->op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+  d->op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  d->op.finalize();
+
+  d->graph.set_desc(CUDNN_ATTR_OPERATIONGRAPH_OPS, d->op);
+  d->graph.set(kGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle);
+  d->graph.finalize();
+
+  // The heuristics' list of engine configurations, best first.
+  Backend heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
+  heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, d->graph);
+  heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
+  heur.finalize();
+  int64_t count = 0;
+  LS_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                                          &count, nullptr));
+  std::vector<Backend> configs;
+  for (int64_t i = 0; i < count; ++i) configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (const Backend& c : configs) raw.push_back(c.get());
+  int64_t got = 0;
+  LS_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                          count, &got, raw.data()));
+
+  std::vector<ConvFilterPlan> out;
+  for (int64_t i = 0; i < std::min(got, count) && out.size() < max_candidates; ++i) {
+    Backend engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    cudnnBackendDescriptor_t e = engine.get();
+    int64_t one = 0;
+    if (cudnnBackendGetAttribute(configs[static_cast<size_t>(i)].get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &one, &e) != CUDNN_STATUS_SUCCESS)
+      continue;
+    const auto numerical = notes<cudnnBackendNumericalNote_t>(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                                              CUDNN_TYPE_NUMERICAL_NOTE);
+    const auto behavior = notes<cudnnBackendBehaviorNote_t>(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                                            CUDNN_TYPE_BEHAVIOR_NOTE);
+    const bool nondeterministic = has(numerical, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
+    if (has(behavior, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) ||
+        has(numerical, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) || (deterministic && nondeterministic))
+      continue;
+    if (type == CUDNN_DATA_FLOAT && (has(numerical, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
+                                     has(numerical, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)))
+      continue;
+    int64_t global_index = -1;
+    cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &one, &global_index);
+
+    Backend plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    cudnnBackendDescriptor_t cfg = configs[static_cast<size_t>(i)].get();
+    plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+    plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle);
+    if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) continue;  // not supported for this shape
+    int64_t ws = 0;
+    LS_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                                            1, &one, &ws));
+    if (ws < 0 || static_cast<uint64_t>(ws) > workspace_limit) continue;
+
+    ConvFilterPlan p;
+    p.graph_ = d;
+    p.plan_ = std::shared_ptr<void>(plan.release(), [](void* q) {
+      cudnnBackendDestroyDescriptor(static_cast<cudnnBackendDescriptor_t>(q));
+    });
+    p.workspace_bytes_ = static_cast<size_t>(ws);
+    p.engine_ = global_index;
+    p.deterministic_ = !nondeterministic;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void ConvFilterPlan::run(cudnnHandle_t handle, const void* x, const void* dy, void* dw, void* workspace) const {
+  Backend pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  const std::array<int64_t, 3> uids{kUidX, kUidDy, kUidDw};
+  std::array<void*, 3> ptrs{const_cast<void*>(x), const_cast<void*>(dy), dw};
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data());
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs.data());
+  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  pack.finalize();
+  LS_CUDNN_CHECK(cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack.get()));
+}
+
+std::vector<float> download_16_as_float(const void* p, size_t n, bool bf16, cudaStream_t stream) {
+  std::vector<uint16_t> bits(n);
+  LS_CUDA_CHECK(cudaMemcpyAsync(bits.data(), p, n * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = bf16 ? bf16_to_float(bits[i]) : f16_to_float(bits[i]);
+  return out;
+}
+
+size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps) {
+  LS_REQUIRE(!runs.empty() && reps > 0, "fastest_of: nothing to time");
+  cuda::Event start(true), end(true);
+  size_t best = 0;
+  float best_ms = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    runs[i]();  // untimed: first-use costs
+    LS_CUDA_CHECK(cudaEventRecord(start.get(), stream));
+    for (int r = 0; r < reps; ++r) runs[i]();
+    LS_CUDA_CHECK(cudaEventRecord(end.get(), stream));
+    end.synchronize();
+    const float ms = cuda::Event::elapsed_ms(start, end);
+    if (i == 0 || ms < best_ms) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  return best;
+}
+
+}  // namespace lockstep::ops
