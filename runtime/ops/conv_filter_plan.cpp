@@ -43,6 +43,8 @@ class Backend {
     set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
   }
   void finalize() { LS_CUDNN_CHECK(cudnnBackendFinalize(d_)); }
+  // Finalizes; false where cuDNN does not support what was set (nothing thrown).
+  bool try_finalize() { return cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS; }
 
  private:
   cudnnBackendDescriptor_t d_ = nullptr;
@@ -132,18 +134,20 @@ std::vector<ConvFilterPlan> ConvFilterPlan::candidates(cudnnHandle_t handle, cud
   d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, d->conv);
   d->op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
   d->op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-  d->op.finalize();
+  // A convolution the graph API cannot express or has no engine for gives no
+  // candidates (the caller keeps its legacy algorithm), not an error.
+  if (!d->op.try_finalize()) return {};
 
   d->graph.set_desc(CUDNN_ATTR_OPERATIONGRAPH_OPS, d->op);
   d->graph.set(kGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle);
-  d->graph.finalize();
+  if (!d->graph.try_finalize()) return {};
 
   // The heuristics' list of engine configurations, best first.
   Backend heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
   heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, d->graph);
   heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
-  heur.finalize();
+  if (!heur.try_finalize()) return {};
   int64_t count = 0;
   LS_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
                                           &count, nullptr));
