@@ -176,6 +176,13 @@ PY
 step train.lenet.fp16.resume fp16_resume
 step train.lenet.nccl.fp16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --precision fp16 \
                              --metrics-file "$OUT/lenet-nccl1-fp16.jsonl"
+# --cudnn-benchmark in 16 bits races graph-API engines for the weight gradient
+# (docs/gpu.md): training with the winners must reach the same accuracy. fp16
+# starts at a loss scale that may overflow, the case where the race waits.
+step train.lenet.cuda.bf16.benchmark trainer "${TRAIN[@]}" --device cuda --precision bf16 --cudnn-benchmark \
+                             --metrics-file "$OUT/lenet-cuda-bf16-benchmark.jsonl"
+step train.lenet.cuda.fp16.benchmark trainer "${TRAIN[@]}" --device cuda --precision fp16 --cudnn-benchmark \
+                             --metrics-file "$OUT/lenet-cuda-fp16-benchmark.jsonl"
 step train.lenet.graph     trainer "${TRAIN[@]}" --device cuda --cuda-graph --metrics-file "$OUT/lenet-cuda-graph.jsonl"
 step train.lenet.nhwc      trainer "${TRAIN[@]}" --device cuda --layout nhwc --metrics-file "$OUT/lenet-cuda-nhwc.jsonl"
 step train.lenet.nhwc.bf16.graph trainer "${TRAIN[@]}" --device cuda --layout nhwc --precision bf16 --cuda-graph \

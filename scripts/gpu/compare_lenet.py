@@ -25,7 +25,8 @@ import json, os, statistics, sys
 
 SEEDS = range(1, 6)
 MODES = ("cuda", "nccl1", "mpi2", "nccl1-bf16", "mpi2-fp16", "cuda-bf16", "cuda-fp16", "nccl1-fp16",
-         "fp16-resumed", "cuda-graph", "cuda-nhwc", "cuda-nhwc-bf16-graph")
+         "fp16-resumed", "cuda-graph", "cuda-nhwc", "cuda-nhwc-bf16-graph", "cuda-bf16-benchmark",
+         "cuda-fp16-benchmark")
 
 
 def read_records(out, name, prog="compare_lenet.py"):

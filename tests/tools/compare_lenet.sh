@@ -20,7 +20,8 @@ write() {
       "$(python3 -c "print(${kv#*=} / 100)")" > "$dir/lenet-${kv%%=*}.jsonl"
   done
 }
-MODES="nccl1 mpi2 nccl1-bf16 mpi2-fp16 cuda-bf16 cuda-fp16 nccl1-fp16 fp16-resumed cuda-graph cuda-nhwc cuda-nhwc-bf16-graph"
+MODES="nccl1 mpi2 nccl1-bf16 mpi2-fp16 cuda-bf16 cuda-fp16 nccl1-fp16 fp16-resumed cuda-graph cuda-nhwc cuda-nhwc-bf16-graph
+       cuda-bf16-benchmark cuda-fp16-benchmark"
 h100() {  # the H100 run's figures
   write "$1" cpu=88.51 cpu-s2=88.18 cpu-s3=88.47 cpu-s4=88.03 cpu-s5=87.29 \
     cuda=87.91 cuda-s2=88.44 cuda-s3=87.67 cuda-s4=88.04 cuda-s5=86.20
