@@ -9,19 +9,21 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 
 #include "core/throw.h"
 #include "cuda/check.h"
 #include "cuda/float16.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/pack.cuh"
 #include "ops/batchnorm_cuda.h"
 
 namespace lockstep::ops {
 namespace {
 
 using cuda::kThreads;
+using cuda::Pack;
+using cuda::packable;
 using cuda::load;
 using cuda::store;
 
@@ -85,17 +87,9 @@ __global__ void apply_flat_kernel(int64_t total, int64_t channels, const T* x, c
   }
 }
 
-// The flat kernels 16 bytes at a time (8 bf16/half or 4 floats per thread,
-// when C and the pointers allow: launch_apply/launch_backward_apply check):
-// the same per-element expressions through the same load/store conversions,
-// on a register copy of the 16 bytes. Element i = kV * v + e has channel
-// (kV * v) % C + e, as C is a multiple of kV.
-template <typename T>
-struct alignas(16) Pack {
-  static constexpr int kV = 16 / sizeof(T);
-  T e[kV];
-};
-
+// The flat kernels 16 bytes at a time (cuda/pack.cuh; when C and the pointers
+// allow: launch_apply/launch_backward_apply check): the same per-element
+// expressions through the same load/store conversions.
 template <typename T, bool kAdd>
 __global__ void apply_flat_vec_kernel(int64_t vecs, int64_t channels, const T* x, const float* scale,
                                       const float* shift, const T* r, T* y, bool relu) {
@@ -127,16 +121,6 @@ __global__ void backward_apply_flat_vec_kernel(int64_t vecs, int64_t channels, c
     for (int e = 0; e < kV; ++e) store(dxv.e, e, a[c + e] * load(dyv.e, e) + b[c + e] * load(xv.e, e) + d[c + e]);
     reinterpret_cast<Pack<T>*>(dx)[v] = dxv;
   }
-}
-
-// The flat kernels may go 16 bytes at a time: C a multiple of the pack and
-// every pointer 16-byte aligned (null: not used).
-template <typename T>
-bool packable(int64_t channels, std::initializer_list<const void*> ptrs) {
-  if (channels % Pack<T>::kV != 0) return false;
-  for (const void* p : ptrs)
-    if (reinterpret_cast<uintptr_t>(p) % alignof(Pack<T>) != 0) return false;
-  return true;
 }
 
 template <typename T>
