@@ -11,6 +11,7 @@
 #include "cuda/check.h"
 #include "cuda/float16.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/pack.cuh"
 #include "ops/relu_mask.cuh"
 
 namespace lockstep::ops {
@@ -45,6 +46,24 @@ __global__ void bias_relu_nhwc_kernel(int64_t total, int64_t oc, const float* b,
     float v = load(y, i);
     if (b) v += b[c.value];
     store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
+  }
+}
+
+// The same 16 bytes at a time (cuda/pack.cuh: oc a multiple of the pack, y
+// aligned), with the same per-element expression: bitwise the scalar kernel's.
+template <typename T>
+__global__ void bias_relu_nhwc_vec_kernel(int64_t vecs, int64_t oc, const float* b, bool relu, T* y) {
+  constexpr int kV = cuda::Pack<T>::kV;
+  for (int64_t v = cuda::first_index(); v < vecs; v += cuda::grid_stride()) {
+    const int64_t c = v * kV % oc;
+    cuda::Pack<T> yv = reinterpret_cast<const cuda::Pack<T>*>(y)[v];
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      float x = load(yv.e, e);
+      if (b) x += b[c + e];
+      store(yv.e, e, relu ? (x > 0.f ? x : 0.f) : x);
+    }
+    reinterpret_cast<cuda::Pack<T>*>(y)[v] = yv;
   }
 }
 
@@ -210,6 +229,12 @@ void bias_relu(Layout layout, int64_t n, int64_t oc, int64_t P, const float* b, 
   if (!b && !relu) return;
   if (layout == Layout::NHWC) {
     const int64_t total = n * P * oc;
+    if (cuda::packable<T>(oc, {y})) {
+      const int64_t vecs = total / cuda::Pack<T>::kV;
+      bias_relu_nhwc_vec_kernel<<<blocks_for(vecs), kThreads, 0, stream>>>(vecs, oc, b, relu, y);
+      LS_CUDA_CHECK_LAUNCH();
+      return;
+    }
     bias_relu_nhwc_kernel<<<blocks_for(total), kThreads, 0, stream>>>(total, oc, b, relu, y);
     LS_CUDA_CHECK_LAUNCH();
     return;
