@@ -9,6 +9,10 @@
 // gathering from the outputs whose window covers it, in ascending output
 // order: the CPU's scatter adds in exactly that order, so results are bitwise
 // the CPU's (in either layout: the CPU's NHWC kernels keep the NCHW order).
+// Max-pool windows that tile the input (k == stride, no padding, no leftover
+// rows or columns) take a scatter instead: one thread per output writes its
+// window (NHWC: 16 bytes of channels at a time when C and the pointers allow),
+// with the same bits.
 // NHWC global average pooling: one thread per (image, channel) sums the hw
 // positions in order in double, exactly the CPU's sum, so it is bitwise too.
 // The kernels are templated on the storage type T of x, y, dy, dx (float,
@@ -27,6 +31,7 @@
 #include "cuda/float16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
+#include "cuda/pack.cuh"
 
 namespace lockstep::ops {
 namespace {
@@ -162,6 +167,64 @@ __global__ void maxpool_backward_kernel(Geometry g, const T* dy, const int32_t* 
   store(dx, item * g.h * g.w * cs + j, acc);
 }
 
+// Windows that tile the input (k == stride, no padding, h == oh * k and
+// w == ow * k, as convnet's 2x2 pools): every input element lies in exactly
+// one window, so dx is that window's dy at its argmax and zero elsewhere. One
+// thread per output element writes its window's k * k inputs, with the value
+// the gather above stores: 0 + dy (the CPU's zero-fill then add; -0 becomes
+// +0), rounded once. The gather reads dy and argmax once per input element
+// and divides per element; this reads them once per output.
+template <typename T, bool kNhwc>
+__global__ void maxpool_backward_tiled_kernel(Geometry g, const T* dy, const int32_t* argmax, T* dx) {
+  const int cs = kNhwc ? g.c : 1;
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= g.oh * g.ow * cs) return;
+  int p, ch;
+  split<kNhwc>(j, g.c, p, ch);
+  const int64_t item = blockIdx.x;
+  const int64_t o = item * g.oh * g.ow * cs + j;
+  const float v = 0.f + load(dy, o);
+  const int a = argmax[o];
+  const int oy = p / g.ow, ox = p - oy * g.ow;
+  T* dxp = dx + item * g.h * g.w * cs + ch;
+  for (int ky = 0; ky < g.k; ++ky)
+    for (int kx = 0; kx < g.k; ++kx) {
+      const int i = (oy * g.k + ky) * g.w + ox * g.k + kx;
+      store(dxp, static_cast<int64_t>(i) * cs, i == a ? v : 0.f);
+    }
+}
+
+// The same in NHWC 16 bytes at a time (cuda/pack.cuh): a thread takes kV
+// consecutive channels of one output pixel. j: pack index within the image.
+template <typename T>
+__global__ void maxpool_backward_tiled_nhwc_vec_kernel(Geometry g, const T* dy, const int32_t* argmax, T* dx) {
+  constexpr int kV = cuda::Pack<T>::kV;
+  const int packs = g.c / kV;
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= g.oh * g.ow * packs) return;
+  const int p = j / packs, c0 = (j - p * packs) * kV;
+  const int64_t item = blockIdx.x;
+  const int64_t o = (item * g.oh * g.ow + p) * g.c + c0;
+  const cuda::Pack<T> dyv = *reinterpret_cast<const cuda::Pack<T>*>(dy + o);
+  float v[kV];
+  int a[kV];
+#pragma unroll
+  for (int e = 0; e < kV; ++e) {
+    v[e] = 0.f + load(dyv.e, e);
+    a[e] = argmax[o + e];
+  }
+  const int oy = p / g.ow, ox = p - oy * g.ow;
+  T* dxp = dx + item * g.h * g.w * g.c + c0;
+  for (int ky = 0; ky < g.k; ++ky)
+    for (int kx = 0; kx < g.k; ++kx) {
+      const int i = (oy * g.k + ky) * g.w + ox * g.k + kx;
+      cuda::Pack<T> out;
+#pragma unroll
+      for (int e = 0; e < kV; ++e) store(out.e, e, i == a[e] ? v[e] : 0.f);
+      *reinterpret_cast<cuda::Pack<T>*>(dxp + static_cast<int64_t>(i) * g.c) = out;
+    }
+}
+
 // Average over the k x k window (no padding); the 2x2 stride-2 case pairs its
 // additions as the CPU's fast path does.
 template <typename T, bool kNhwc>
@@ -285,6 +348,22 @@ template <typename T>
 void maxpool_backward(const Pool2dShape& s, const T* dy, const int32_t* argmax, T* dx, cudaStream_t stream) {
   const Checked k = check_shape(s, "maxpool2d_backward");
   if (k.items == 0) return;
+  const bool tiled = s.pad == 0 && s.k == s.stride && s.h == s.oh * s.k && s.w == s.ow * s.k;
+  if (tiled && k.nhwc && cuda::packable<T>(k.g.c, {dy, dx})) {
+    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * (k.g.c / cuda::Pack<T>::kV));
+    maxpool_backward_tiled_nhwc_vec_kernel<T><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
+    LS_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  if (tiled) {
+    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * k.g.c);
+    if (k.nhwc)
+      maxpool_backward_tiled_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
+    else
+      maxpool_backward_tiled_kernel<T, false><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
+    LS_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const PlaneGrid pg = plane_grid(k.items, s.h * s.w * k.g.c);
   if (k.nhwc)
     maxpool_backward_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);

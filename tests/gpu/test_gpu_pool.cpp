@@ -365,6 +365,9 @@ const NhwcCase kNhwcMaxCases[] = {
     {3, 13, 9, 9, 3, 3, 0},    // non-overlapping 3x3
     {2, 3, 6, 6, 4, 2, 2},     // padding = k / 2
     {4, 300, 1, 1, 1, 1, 0},   // 1x1 images, c > one block of threads
+    {2, 16, 8, 8, 2, 2, 0},    // tiling windows, c a multiple of the 16-byte pack (backward: packed scatter)
+    {2, 8, 6, 6, 3, 3, 0},     // tiling 3x3 windows, packed for fp32 and 16 bits
+    {2, 24, 7, 7, 2, 2, 0},    // packable c, but a leftover row and column: the gather
 };
 
 const NhwcCase kNhwcAvgCases[] = {
