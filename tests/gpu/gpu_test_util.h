@@ -103,6 +103,18 @@ inline double max_excess_over_16bit_rounding(DType dt, const std::vector<float>&
 }
 
 // Largest |a - b| / max(1, |b|) over the elements (b is the CPU reference).
+// Host reorders of [n, c, hw] <-> [n, hw, c] for any element type (floats or 16-bit bit patterns).
+template <typename T>
+inline std::vector<T> reorder(const std::vector<T>& v, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
+  std::vector<T> out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t nchw = (i * c + ch) * hw + p, nhwc = (i * hw + p) * c + ch;
+        out[static_cast<size_t>(to_nhwc ? nhwc : nchw)] = v[static_cast<size_t>(to_nhwc ? nchw : nhwc)];
+      }
+  return out;
+}
 inline double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
   double worst = 0;

@@ -98,18 +98,6 @@ ops::Conv2dShape make_shape(const ConvCase& k) {
   return {k.n, k.oc, ops::ConvGeometry{k.c, k.h, k.w, k.k, k.k, k.stride, k.pad, oh, ow}};
 }
 
-// Host reorders of [n, c, hw] <-> [n, hw, c] for any element type (floats or 16-bit bit patterns).
-template <typename T>
-std::vector<T> reorder(const std::vector<T>& v, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
-  std::vector<T> out(v.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p) {
-        const int64_t nchw = (i * c + ch) * hw + p, nhwc = (i * hw + p) * c + ch;
-        out[static_cast<size_t>(to_nhwc ? nhwc : nchw)] = v[static_cast<size_t>(to_nhwc ? nchw : nhwc)];
-      }
-  return out;
-}
 // Activations in `layout` from NCHW (x-shaped: input = true; y-shaped: false), and back.
 template <typename T>
 std::vector<T> to_layout(const std::vector<T>& v, const ops::Conv2dShape& s, bool input, Layout layout) {

@@ -47,19 +47,6 @@ ops::Conv2dShape plan_shape(const PlanCase& k) {
   return {k.n, k.oc, ops::ConvGeometry{k.c, k.h, k.w, k.k, k.k, k.stride, k.pad, oh, ow}};
 }
 
-// [n, c, hw] -> [n, hw, c] (to_nhwc) or back, for any element type.
-template <typename T>
-std::vector<T> reorder(const std::vector<T>& v, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
-  std::vector<T> out(v.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p) {
-        const int64_t nchw = (i * c + ch) * hw + p, nhwc = (i * hw + p) * c + ch;
-        out[static_cast<size_t>(to_nhwc ? nhwc : nchw)] = v[static_cast<size_t>(to_nhwc ? nchw : nhwc)];
-      }
-  return out;
-}
-
 // The CPU's dw for 16-bit-rounded x and dy (bits given), no ReLU, no bias.
 std::vector<float> cpu_dw(DType dt, const ops::Conv2dShape& s, const std::vector<uint16_t>& x16,
                           const std::vector<uint16_t>& dy16, const std::vector<float>& w) {
