@@ -206,6 +206,69 @@ __global__ void bias_grad_nhwc_partials_kernel(int64_t oc, int64_t m, int64_t sp
   }
 }
 
+// The same 16 bytes at a time (cuda/pack.cuh: OC a multiple of the pack, y
+// and dy aligned): lane x of block (t, s) takes the kV channels of pack
+// 32t + x, and sums each exactly as the kernel above sums a channel (the same
+// rows in the same order, the same lanes, out-of-slice rows adding 0), so
+// with the same splits the partials are the same bits. A masked pack of dy is
+// stored whole (the unmasked values unchanged: 16-bit -> fp32 -> 16-bit is exact).
+template <typename T>
+__global__ void bias_grad_nhwc_vec_partials_kernel(int64_t oc, int64_t m, int64_t splits, const T* __restrict__ y,
+                                                   T* __restrict__ dy, bool relu, double* __restrict__ partial) {
+  constexpr int kV = cuda::Pack<T>::kV;
+  using P = cuda::Pack<T>;
+  __shared__ double sh[kBiasRows][32][kV];
+  const int64_t packs = oc / kV;
+  const int64_t pk = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
+  const int64_t begin = m * s / splits, end = m * (s + 1) / splits;
+  double acc[kV];
+#pragma unroll
+  for (int e = 0; e < kV; ++e) acc[e] = 0;
+  if (pk < packs) {
+    const P* yp = reinterpret_cast<const P*>(y);
+    P* dyp = reinterpret_cast<P*>(dy);
+    int64_t r = begin + threadIdx.y;
+    while (r < end) {
+      P g[kUnroll], yv[kUnroll];
+      bool in[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t row = r + int64_t{u} * kBiasRows;
+        in[u] = row < end;
+        if (in[u]) g[u] = dyp[row * packs + pk];
+        if (relu && in[u]) yv[u] = yp[row * packs + pk];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        bool masked = false;
+#pragma unroll
+        for (int e = 0; e < kV; ++e) {
+          float gv = in[u] ? load(g[u].e, e) : 0.f;
+          if (relu && in[u] && !(load(yv[u].e, e) > 0.f)) {
+            gv = 0.f;
+            store(g[u].e, e, 0.f);
+            masked = true;
+          }
+          acc[e] += gv;
+        }
+        if (masked) dyp[(r + int64_t{u} * kBiasRows) * packs + pk] = g[u];
+      }
+      r += int64_t{kUnroll} * kBiasRows;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kV; ++e) sh[threadIdx.y][threadIdx.x][e] = acc[e];
+  __syncthreads();
+  if (threadIdx.y == 0 && pk < packs) {
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      double total = 0;
+      for (int l = 0; l < kBiasRows; ++l) total += sh[l][threadIdx.x][e];
+      partial[(pk * kV + e) * splits + s] = total;
+    }
+  }
+}
+
 struct ReducePlan {
   int64_t m, splits;
 };
@@ -259,9 +322,17 @@ void mask_and_bias_grad(cuda::Context& ctx, Layout layout, int64_t n, int64_t oc
   if (db && layout == Layout::NHWC) {
     const ReducePlan plan = bias_grad_nhwc_plan(oc, n * P);
     auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
-    const dim3 grid(static_cast<unsigned>((oc + 31) / 32), static_cast<unsigned>(plan.splits));
-    bias_grad_nhwc_partials_kernel<<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy, relu,
-                                                                             partial);
+    // The same splits either way: the packed kernel's partials are the scalar one's bits.
+    if (cuda::packable<T>(oc, {y, dy})) {
+      const int64_t packs = oc / cuda::Pack<T>::kV;
+      const dim3 grid(static_cast<unsigned>((packs + 31) / 32), static_cast<unsigned>(plan.splits));
+      bias_grad_nhwc_vec_partials_kernel<<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy,
+                                                                                   relu, partial);
+    } else {
+      const dim3 grid(static_cast<unsigned>((oc + 31) / 32), static_cast<unsigned>(plan.splits));
+      bias_grad_nhwc_partials_kernel<<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy, relu,
+                                                                               partial);
+    }
     LS_CUDA_CHECK_LAUNCH();
     bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);
     LS_CUDA_CHECK_LAUNCH();
