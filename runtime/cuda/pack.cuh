@@ -11,10 +11,12 @@
 
 namespace lockstep::cuda {
 
-template <typename T>
-struct alignas(16) Pack {
-  static constexpr int kV = 16 / sizeof(T);
-  T e[kV];
+// V elements (default: 16 bytes' worth); a kernel templated on V serves the
+// packed case and, with V = 1, the scalar one with the same code.
+template <typename T, int V = static_cast<int>(16 / sizeof(T))>
+struct alignas(sizeof(T) * V) Pack {
+  static constexpr int kV = V;
+  T e[V];
 };
 
 // Whether a kernel may go 16 bytes at a time: C a multiple of the pack and

@@ -203,6 +203,15 @@ struct Conv2dCuda::Impl {
 
   std::string describe(int64_t batch) const { return ::lockstep::ops::describe(batch, oc, g); }
 
+  // 16-bit dw16 = dL/dw by the legacy algorithm chosen for the prepared batch size.
+  void legacy_filter_grad(cuda::Context& ctx, const void* xp, const void* dyp, void* dw16, void* ws,
+                          size_t ws_bytes) const {
+    const float one = 1.f, zero = 0.f;
+    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, filter_math));
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, x, xp, y, dyp, conv, filter_algo, ws, ws_bytes,
+                                                  &zero, w, dw16));
+  }
+
   // The decided filter-gradient plan for the prepared batch size, or null (legacy algorithm).
   const ConvFilterPlan* filter_plan() const {
     const auto it = filter_plan_for.find(n);
@@ -224,11 +233,8 @@ struct Conv2dCuda::Impl {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     LS_CUDA_CHECK(cudaStreamIsCapturing(ctx.raw_stream(), &capture));
     if (capture != cudaStreamCaptureStatusNone) return;  // legacy until a call outside the capture decides
-    const float one = 1.f, zero = 0.f;
     const auto legacy = [&](void* dw16, void* ws) {
-      LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, filter_math));
-      LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, x, xp, y, dyp, conv, filter_algo, ws,
-                                                    algos.backward_filter_bytes, &zero, w, dw16));
+      legacy_filter_grad(ctx, xp, dyp, dw16, ws, algos.backward_filter_bytes);
     };
     const size_t count = static_cast<size_t>(oc * g.k());
     const bool bf16 = data == ConvData::BF16;
@@ -530,13 +536,10 @@ void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const
   void* dw16 = block;
   void* ws = block + dw16_bytes;
   const float one = 1.f, zero = 0.f;
-  if (plan) {
+  if (plan)
     plan->run(ctx.cudnn(), x, dy, dw16, ws);
-  } else {
-    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.filter_math));
-    LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
-                                                  bytes, &zero, m.w, dw16));
-  }
+  else
+    m.legacy_filter_grad(ctx, x, dy, dw16, ws, bytes);
   // Widened into dw (NHWC: dw16 is [OC, KH, KW, C], reordered too).
   conv_weight_grad_cuda(dt, m.layout, m.oc, m.g.c, m.g.kh * m.g.kw, dw16, dw, accumulate, ctx.raw_stream());
   if (dx) {

@@ -39,31 +39,22 @@ __global__ void bias_relu_kernel(int64_t oc, int64_t P, const float* b, bool rel
 }
 
 // NHWC: y[m, c] = relu?(y + b[c]) (b nullable).   y [total / oc, oc]
-template <typename T>
-__global__ void bias_relu_nhwc_kernel(int64_t total, int64_t oc, const float* b, bool relu, T* y) {
-  cuda::StrideMod c(oc);
-  for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride(), c.advance()) {
-    float v = load(y, i);
-    if (b) v += b[c.value];
-    store(y, i, relu ? (v > 0.f ? v : 0.f) : v);
-  }
-}
-
-// The same 16 bytes at a time (cuda/pack.cuh: oc a multiple of the pack, y
-// aligned), with the same per-element expression: bitwise the scalar kernel's.
-template <typename T>
-__global__ void bias_relu_nhwc_vec_kernel(int64_t vecs, int64_t oc, const float* b, bool relu, T* y) {
-  constexpr int kV = cuda::Pack<T>::kV;
-  for (int64_t v = cuda::first_index(); v < vecs; v += cuda::grid_stride()) {
-    const int64_t c = v * kV % oc;
-    cuda::Pack<T> yv = reinterpret_cast<const cuda::Pack<T>*>(y)[v];
+// V channels per thread (cuda/pack.cuh): V = 16 bytes' worth when oc and y
+// allow, else 1; the same per-element expression either way.
+template <typename T, int V>
+__global__ void bias_relu_nhwc_kernel(int64_t packs, int64_t oc, const float* b, bool relu, T* y) {
+  using P = cuda::Pack<T, V>;
+  cuda::StrideMod col(oc / V);  // the pack's place in its row: channels col * V ..
+  for (int64_t v = cuda::first_index(); v < packs; v += cuda::grid_stride(), col.advance()) {
+    const int64_t c = col.value * V;
+    P yv = reinterpret_cast<const P*>(y)[v];
 #pragma unroll
-    for (int e = 0; e < kV; ++e) {
+    for (int e = 0; e < V; ++e) {
       float x = load(yv.e, e);
       if (b) x += b[c + e];
       store(yv.e, e, relu ? (x > 0.f ? x : 0.f) : x);
     }
-    reinterpret_cast<cuda::Pack<T>*>(y)[v] = yv;
+    reinterpret_cast<P*>(y)[v] = yv;
   }
 }
 
@@ -159,76 +150,34 @@ __global__ void bias_grad_finish_kernel(int64_t oc, int64_t splits, const double
   }
 }
 
-// NHWC bias gradient, first pass: dy is [m, OC] (channels contiguous). Block
-// (t, s) takes channels 32t..32t+31 (threadIdx.x: coalesced loads across
-// channels) and slice s of the m rows; threadIdx.y strides over the slice's
-// rows, summing in double (masking dy in place first when `relu`); the
-// kBiasRows lanes are then added in lane order. Fixed order: the same bits on
-// every run. partial [OC][splits], finished by bias_grad_finish_kernel.
+// NHWC bias gradient, first pass: dy is [m, OC] (channels contiguous). Lane
+// x of block (t, s) takes V channels (cuda/pack.cuh: V = 16 bytes' worth when
+// OC and the pointers allow, else 1), those of pack 32t + x (coalesced loads
+// across channels), and slice s of the m rows; threadIdx.y strides over the
+// slice's rows, summing each channel in double (masking dy in place first
+// when `relu`; a masked pack is stored whole, its other values unchanged:
+// 16-bit -> fp32 -> 16-bit is exact); the kBiasRows lanes are then added in
+// lane order. Each channel's sum has the same order whatever V: the same bits
+// on every run and either way. partial [OC][splits], finished by
+// bias_grad_finish_kernel.
 constexpr int kBiasRows = 8;
-template <typename T>
+template <typename T, int V>
 __global__ void bias_grad_nhwc_partials_kernel(int64_t oc, int64_t m, int64_t splits, const T* __restrict__ y,
                                                T* __restrict__ dy, bool relu, double* __restrict__ partial) {
-  __shared__ double sh[kBiasRows][32];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
-  const int64_t begin = m * s / splits, end = m * (s + 1) / splits;
-  double acc = 0;
-  if (c < oc) {
-    int64_t r = begin + threadIdx.y;
-    while (r < end) {
-      // kUnroll rows' loads in flight together, then the mask and the sums in row order.
-      float g[kUnroll], yv[kUnroll];
-      bool in[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t row = r + int64_t{u} * kBiasRows;
-        in[u] = row < end;
-        g[u] = in[u] ? load(dy, row * oc + c) : 0.f;
-        yv[u] = relu && in[u] ? load(y, row * oc + c) : 1.f;
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (relu && in[u] && !(yv[u] > 0.f)) {
-          g[u] = 0.f;
-          store(dy, (r + int64_t{u} * kBiasRows) * oc + c, 0.f);
-        }
-        acc += g[u];
-      }
-      r += int64_t{kUnroll} * kBiasRows;
-    }
-  }
-  sh[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < oc) {
-    double total = 0;
-    for (int l = 0; l < kBiasRows; ++l) total += sh[l][threadIdx.x];
-    partial[c * splits + s] = total;
-  }
-}
-
-// The same 16 bytes at a time (cuda/pack.cuh: OC a multiple of the pack, y
-// and dy aligned): lane x of block (t, s) takes the kV channels of pack
-// 32t + x, and sums each exactly as the kernel above sums a channel (the same
-// rows in the same order, the same lanes, out-of-slice rows adding 0), so
-// with the same splits the partials are the same bits. A masked pack of dy is
-// stored whole (the unmasked values unchanged: 16-bit -> fp32 -> 16-bit is exact).
-template <typename T>
-__global__ void bias_grad_nhwc_vec_partials_kernel(int64_t oc, int64_t m, int64_t splits, const T* __restrict__ y,
-                                                   T* __restrict__ dy, bool relu, double* __restrict__ partial) {
-  constexpr int kV = cuda::Pack<T>::kV;
-  using P = cuda::Pack<T>;
-  __shared__ double sh[kBiasRows][32][kV];
-  const int64_t packs = oc / kV;
+  using P = cuda::Pack<T, V>;
+  __shared__ double sh[kBiasRows][32][V];
+  const int64_t packs = oc / V;
   const int64_t pk = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
   const int64_t begin = m * s / splits, end = m * (s + 1) / splits;
-  double acc[kV];
+  double acc[V];
 #pragma unroll
-  for (int e = 0; e < kV; ++e) acc[e] = 0;
+  for (int e = 0; e < V; ++e) acc[e] = 0;
   if (pk < packs) {
     const P* yp = reinterpret_cast<const P*>(y);
     P* dyp = reinterpret_cast<P*>(dy);
     int64_t r = begin + threadIdx.y;
     while (r < end) {
+      // kUnroll rows' loads in flight together, then the mask and the sums in row order.
       P g[kUnroll], yv[kUnroll];
       bool in[kUnroll];
 #pragma unroll
@@ -242,7 +191,7 @@ __global__ void bias_grad_nhwc_vec_partials_kernel(int64_t oc, int64_t m, int64_
       for (int u = 0; u < kUnroll; ++u) {
         bool masked = false;
 #pragma unroll
-        for (int e = 0; e < kV; ++e) {
+        for (int e = 0; e < V; ++e) {
           float gv = in[u] ? load(g[u].e, e) : 0.f;
           if (relu && in[u] && !(load(yv[u].e, e) > 0.f)) {
             gv = 0.f;
@@ -257,14 +206,14 @@ __global__ void bias_grad_nhwc_vec_partials_kernel(int64_t oc, int64_t m, int64_
     }
   }
 #pragma unroll
-  for (int e = 0; e < kV; ++e) sh[threadIdx.y][threadIdx.x][e] = acc[e];
+  for (int e = 0; e < V; ++e) sh[threadIdx.y][threadIdx.x][e] = acc[e];
   __syncthreads();
   if (threadIdx.y == 0 && pk < packs) {
 #pragma unroll
-    for (int e = 0; e < kV; ++e) {
+    for (int e = 0; e < V; ++e) {
       double total = 0;
       for (int l = 0; l < kBiasRows; ++l) total += sh[l][threadIdx.x][e];
-      partial[(pk * kV + e) * splits + s] = total;
+      partial[(pk * V + e) * splits + s] = total;
     }
   }
 }
@@ -292,13 +241,11 @@ void bias_relu(Layout layout, int64_t n, int64_t oc, int64_t P, const float* b, 
   if (!b && !relu) return;
   if (layout == Layout::NHWC) {
     const int64_t total = n * P * oc;
-    if (cuda::packable<T>(oc, {y})) {
-      const int64_t vecs = total / cuda::Pack<T>::kV;
-      bias_relu_nhwc_vec_kernel<<<blocks_for(vecs), kThreads, 0, stream>>>(vecs, oc, b, relu, y);
-      LS_CUDA_CHECK_LAUNCH();
-      return;
-    }
-    bias_relu_nhwc_kernel<<<blocks_for(total), kThreads, 0, stream>>>(total, oc, b, relu, y);
+    constexpr int kV = cuda::Pack<T>::kV;
+    if (cuda::packable<T>(oc, {y}))
+      bias_relu_nhwc_kernel<T, kV><<<blocks_for(total / kV), kThreads, 0, stream>>>(total / kV, oc, b, relu, y);
+    else
+      bias_relu_nhwc_kernel<T, 1><<<blocks_for(total), kThreads, 0, stream>>>(total, oc, b, relu, y);
     LS_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -322,16 +269,16 @@ void mask_and_bias_grad(cuda::Context& ctx, Layout layout, int64_t n, int64_t oc
   if (db && layout == Layout::NHWC) {
     const ReducePlan plan = bias_grad_nhwc_plan(oc, n * P);
     auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(oc * plan.splits) * sizeof(double)));
-    // The same splits either way: the packed kernel's partials are the scalar one's bits.
+    // The same splits either way: each channel is summed in the same order.
+    constexpr int kV = cuda::Pack<T>::kV;
     if (cuda::packable<T>(oc, {y, dy})) {
-      const int64_t packs = oc / cuda::Pack<T>::kV;
-      const dim3 grid(static_cast<unsigned>((packs + 31) / 32), static_cast<unsigned>(plan.splits));
-      bias_grad_nhwc_vec_partials_kernel<<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy,
-                                                                                   relu, partial);
+      const dim3 grid(static_cast<unsigned>((oc / kV + 31) / 32), static_cast<unsigned>(plan.splits));
+      bias_grad_nhwc_partials_kernel<T, kV><<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy,
+                                                                                      relu, partial);
     } else {
       const dim3 grid(static_cast<unsigned>((oc + 31) / 32), static_cast<unsigned>(plan.splits));
-      bias_grad_nhwc_partials_kernel<<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy, relu,
-                                                                               partial);
+      bias_grad_nhwc_partials_kernel<T, 1><<<grid, dim3(32, kBiasRows), 0, stream>>>(oc, plan.m, plan.splits, y, dy,
+                                                                                     relu, partial);
     }
     LS_CUDA_CHECK_LAUNCH();
     bias_grad_finish_kernel<<<blocks_for(oc), kThreads, 0, stream>>>(oc, plan.splits, partial, db, accumulate);

@@ -230,7 +230,6 @@ size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t s
   size_t best = 0;
   float best_ms = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
-    runs[i]();  // untimed: first-use costs
     LS_CUDA_CHECK(cudaEventRecord(start.get(), stream));
     for (int r = 0; r < reps; ++r) runs[i]();
     LS_CUDA_CHECK(cudaEventRecord(end.get(), stream));

@@ -73,9 +73,10 @@ class ConvFilterPlan {
 std::vector<float> download_16_as_float(const void* p, size_t n, bool bf16, cudaStream_t stream);
 
 // The index of the fastest of `runs` (not empty; each queues work on
-// `stream`): each runs once untimed, then `reps` times between two events;
-// synchronises the stream. How Conv2dCuda races the legacy algorithm against
-// the plans.
+// `stream`): each runs `reps` times between two events; synchronises the
+// stream. Each must have run once before (first-use costs stay out of the
+// timing): Conv2dCuda's race has run every contender once already, for the
+// reference gradient and the agreement check.
 size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps);
 
 }  // namespace lockstep::ops
