@@ -7,6 +7,7 @@
 // __half for DType::F16 (any other type throws): the host side of an op that
 // takes its 16-bit storage type at run time,
 //   dispatch_16bit(dt, [&](auto tag) { using T = decltype(tag); kernel<T><<<...>>>(...); });
+// dispatch_storage(dt, f) does the same with T = float for DType::F32 too.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -35,6 +36,14 @@ void dispatch_16bit(DType dt, F&& f) {
     f(__half{});
   else
     LS_REQUIRE(false, std::string("a 16-bit GPU op was given ") + std::string(dtype_name(dt)) + " data (F16 or BF16 only)");
+}
+
+template <typename F>
+void dispatch_storage(DType dt, F&& f) {
+  if (dt == DType::F32)
+    f(float{});
+  else
+    dispatch_16bit(dt, f);
 }
 
 }  // namespace lockstep::cuda

@@ -8,6 +8,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <functional>
@@ -17,10 +18,12 @@
 #include <vector>
 
 #include "core/throw.h"
+#include "tensor/allocator.h"
 #include "cuda/check.h"
 #include "ops/conv2d_epilogue_cuda.h"
-#include "ops/conv_filter_plan.h"
+#include "ops/conv_plan.h"
 #include "ops/disagreement.h"
+#include "ops/disagreement_cuda.h"
 #include "ops/layout_cuda.h"
 
 namespace lockstep::ops {
@@ -153,10 +156,10 @@ struct Conv2dCuda::Impl {
     bool provisional = false;  // heuristics standing in for a search inside a capture: not cached
   };
   std::map<int64_t, Choice> chosen_for;
-  // 16-bit under ConvSearch::Benchmark: per batch size, the graph-API plan for
-  // the filter gradient when one beat the legacy algorithm in the timed race
-  // (nullopt: the legacy algorithm won, or no plan passed the rules).
-  std::map<int64_t, std::optional<ConvFilterPlan>> filter_plan_for;
+  // 16-bit under ConvSearch::Benchmark: per direction (ConvDirection's order)
+  // and batch size, the graph-API plan that beat the legacy algorithm in the
+  // timed race (nullopt: the legacy algorithm won, or no plan passed the rules).
+  std::array<std::map<int64_t, std::optional<ConvPlan>>, 3> plan_for;
 
   ~Impl() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -174,16 +177,98 @@ struct Conv2dCuda::Impl {
     LS_REQUIRE(batch >= 0, describe(batch) + ": negative batch size");
     if (batch == 0) return;
     prepare(ctx, batch);
-    const float one = 1.f, zero = 0.f;  // alpha and beta are fp32 for every non-double configuration
     // NHWC: one workspace block, the weight reordered to [OC, KH, KW, C] first, then cuDNN's scratch.
     const size_t wbytes = weight_scratch_bytes(size_of(dtype()));
-    char* block = static_cast<char*>(ctx.workspace(wbytes + algos.forward_bytes));
+    const void* wk = wp;
+    if (race_pending(ctx, ConvDirection::Forward))
+      race(
+          ctx, ConvDirection::Forward, batch * oc * g.oh * g.ow, wbytes, algos.forward_bytes,
+          [&](char* block) {
+            wk = weight_for_cudnn(ctx, wp, block);
+            return yp;
+          },
+          [&](void* out, void* ws) { legacy_forward(ctx, xp, wk, out, ws); },
+          [&](const ConvPlan& p, void* out, void* ws) { p.run(ctx.cudnn(), xp, wk, out, ws); });
+    const ConvPlan* fplan = plan(ConvDirection::Forward);
+    char* block = static_cast<char*>(ctx.workspace(wbytes + (fplan ? fplan->workspace_bytes() : algos.forward_bytes)));
     void* ws = block + wbytes;
-    if (layout == Layout::NHWC) wp = weight_to_nhwc(ctx, wp, block);
-    if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
-    LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, x, xp, w, wp, conv, fwd_algo, ws, algos.forward_bytes,
-                                           &zero, y, yp));
+    wk = weight_for_cudnn(ctx, wp, block);
+    if (fplan)
+      fplan->run(ctx.cudnn(), xp, wk, yp, ws);
+    else
+      legacy_forward(ctx, xp, wk, yp, ws);
     conv_bias_relu_cuda(dtype(), layout, batch, oc, g.oh * g.ow, b, relu, yp, ctx.raw_stream());
+  }
+
+  // y = conv(x, w) by the legacy algorithm chosen for the prepared batch size
+  // (wk: the weight as cuDNN's filter descriptor says; ws: its scratch).
+  void legacy_forward(cuda::Context& ctx, const void* xp, const void* wk, void* yp, void* ws) const {
+    const float one = 1.f, zero = 0.f;  // alpha and beta are fp32 for every non-double configuration
+    if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, fwd_math));
+    LS_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn(), &one, x, xp, w, wk, conv, fwd_algo, ws, algos.forward_bytes,
+                                           &zero, y, yp));
+  }
+
+  // Either precision's backward, after the caller checked the precision (x, w,
+  // y, dy, dx of dtype(); dw, db fp32). cuDNN writes the weight gradient in
+  // dtype() and the filter descriptor's order into scratch at the start of the
+  // workspace block (dws), and conv_weight_grad_cuda widens or reorders it into
+  // dw -- except fp32 NCHW by the legacy algorithm, which writes dw itself
+  // (cuDNN's beta adds with `accumulate`). dws's space then holds the NHWC
+  // weight for dx (free again: the widening kernel ran before, in stream order).
+  void backward(cuda::Context& ctx, int64_t batch, const void* xp, const void* wp, const void* yp, void* dyp,
+                void* dxp, float* dw, float* db, bool accumulate, bool relu) {
+    LS_REQUIRE(batch >= 0, describe(batch) + ": negative batch size");
+    const int64_t weights = oc * g.k();
+    if (batch == 0) {
+      zero_param_grads(ctx, weights, oc, dw, db, accumulate);
+      return;
+    }
+    prepare(ctx, batch);
+    const DType dt = dtype();
+    conv_mask_and_bias_grad_cuda(ctx, dt, layout, batch, oc, g.oh * g.ow, yp, dyp, db, accumulate, relu);
+    const size_t dws_bytes = aligned(static_cast<size_t>(weights) * size_of(dt));
+    if (race_pending(ctx, ConvDirection::BackwardFilter))
+      race(
+          ctx, ConvDirection::BackwardFilter, weights, dws_bytes, algos.backward_filter_bytes,
+          [&](char* block) { return static_cast<void*>(block); },
+          [&](void* out, void* ws) { legacy_filter_grad(ctx, xp, dyp, out, ws, algos.backward_filter_bytes); },
+          [&](const ConvPlan& p, void* out, void* ws) { p.run(ctx.cudnn(), xp, dyp, out, ws); });
+    const void* wk = wp;
+    if (dxp && race_pending(ctx, ConvDirection::BackwardData))
+      race(
+          ctx, ConvDirection::BackwardData, batch * g.c * g.h * g.w, dws_bytes, algos.backward_data_bytes,
+          [&](char* block) {
+            wk = weight_for_cudnn(ctx, wp, block);
+            return dxp;
+          },
+          [&](void* out, void* ws) { legacy_data_grad(ctx, wk, dyp, out, ws, algos.backward_data_bytes); },
+          [&](const ConvPlan& p, void* out, void* ws) { p.run(ctx.cudnn(), wk, dyp, out, ws); });
+
+    const ConvPlan* fplan = plan(ConvDirection::BackwardFilter);
+    const ConvPlan* dplan = dxp ? plan(ConvDirection::BackwardData) : nullptr;
+    const bool direct = dt == DType::F32 && layout == Layout::NCHW && !fplan;  // cuDNN writes dw itself
+    const size_t filter_bytes = fplan ? fplan->workspace_bytes() : algos.backward_filter_bytes;
+    const size_t data_bytes = dplan ? dplan->workspace_bytes() : algos.backward_data_bytes;
+    const size_t bytes = std::max(filter_bytes, dxp ? data_bytes : size_t{0});
+    const size_t prefix = direct ? 0 : dws_bytes;  // NCHW needs no room for a reordered weight
+    char* block = static_cast<char*>(ctx.workspace(prefix + bytes));
+    void* ws = block + prefix;
+    if (direct) {
+      legacy_filter_grad(ctx, xp, dyp, dw, ws, bytes, /*add=*/accumulate);
+    } else {
+      if (fplan)
+        fplan->run(ctx.cudnn(), xp, dyp, block, ws);
+      else
+        legacy_filter_grad(ctx, xp, dyp, block, ws, bytes);
+      conv_weight_grad_cuda(dt, layout, oc, g.c, g.kh * g.kw, block, dw, accumulate, ctx.raw_stream());
+    }
+    if (!dxp) return;
+    wk = weight_for_cudnn(ctx, wp, block);
+    if (dplan)
+      dplan->run(ctx.cudnn(), wk, dyp, dxp, ws);
+    else
+      legacy_data_grad(ctx, wk, dyp, dxp, ws, bytes);
   }
 
   // NHWC: bytes of a reordered weight (or its gradient) in elements of `elem`
@@ -201,70 +286,106 @@ struct Conv2dCuda::Impl {
     return dst;
   }
 
+  // The weight as the filter descriptor says: wp itself in NCHW, else
+  // weight_to_nhwc() into `block`.
+  const void* weight_for_cudnn(cuda::Context& ctx, const void* wp, void* block) const {
+    return layout == Layout::NHWC ? weight_to_nhwc(ctx, wp, block) : wp;
+  }
+
   std::string describe(int64_t batch) const { return ::lockstep::ops::describe(batch, oc, g); }
 
-  // 16-bit dw16 = dL/dw by the legacy algorithm chosen for the prepared batch size.
-  void legacy_filter_grad(cuda::Context& ctx, const void* xp, const void* dyp, void* dw16, void* ws,
-                          size_t ws_bytes) const {
+  // dw = dL/dw by the legacy algorithm chosen for the prepared batch size, in
+  // the filter descriptor's type and order (`add`: added to dw, cuDNN's beta 1).
+  void legacy_filter_grad(cuda::Context& ctx, const void* xp, const void* dyp, void* dw, void* ws, size_t ws_bytes,
+                          bool add = false) const {
     const float one = 1.f, zero = 0.f;
-    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, filter_math));
+    if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, filter_math));
     LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, x, xp, y, dyp, conv, filter_algo, ws, ws_bytes,
-                                                  &zero, w, dw16));
+                                                  add ? &one : &zero, w, dw));
   }
 
-  // The decided filter-gradient plan for the prepared batch size, or null (legacy algorithm).
-  const ConvFilterPlan* filter_plan() const {
-    const auto it = filter_plan_for.find(n);
-    return it != filter_plan_for.end() && it->second ? &*it->second : nullptr;
+  // dx = dL/dx by the legacy algorithm chosen for the prepared batch size.
+  void legacy_data_grad(cuda::Context& ctx, const void* wk, const void* dyp, void* dxp, void* ws,
+                        size_t ws_bytes) const {
+    const float one = 1.f, zero = 0.f;
+    if (is_16bit(data)) LS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, data_math));
+    LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, w, wk, y, dyp, conv, data_algo, ws, ws_bytes,
+                                                &zero, x, dxp));
   }
 
-  // 16-bit, ConvSearch::Benchmark, outside a capture, once per batch size: the
-  // graph API's engine configurations for the filter gradient (up to 8 that
-  // pass ConvFilterPlan's rules under this policy) raced against the legacy
-  // algorithm on this call's x and dy, writing into the dw16 scratch. A plan
-  // enters the race only if its gradient agrees with the legacy algorithm's
-  // (ops/disagreement.h): a wrong engine is never kept. The winner is kept for
-  // the batch size. A legacy gradient with an inf or NaN (an fp16 loss scale
-  // still too high) decides nothing: the next call tries again. Synchronises
-  // the stream, as cudnnFind* does.
-  void decide_filter_plan(cuda::Context& ctx, const void* xp, const void* dyp, size_t dw16_bytes) {
-    const cuda::ConvPolicy& policy = ctx.conv_policy();
-    if (!is_16bit(data) || policy.search != cuda::ConvSearch::Benchmark || filter_plan_for.count(n)) return;
+  // The decided plan of direction `dir` for the prepared batch size, or null (legacy algorithm).
+  const ConvPlan* plan(ConvDirection dir) const {
+    const auto& decided = plan_for[static_cast<size_t>(dir)];
+    const auto it = decided.find(n);
+    return it != decided.end() && it->second ? &*it->second : nullptr;
+  }
+
+  // Whether direction `dir` is still to be raced at the prepared batch size:
+  // ConvSearch::Benchmark, not decided for this size, and outside a capture
+  // (inside one the legacy algorithm runs until a call outside decides).
+  bool race_pending(cuda::Context& ctx, ConvDirection dir) const {
+    if (ctx.conv_policy().search != cuda::ConvSearch::Benchmark || plan_for[static_cast<size_t>(dir)].count(n))
+      return false;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     LS_CUDA_CHECK(cudaStreamIsCapturing(ctx.raw_stream(), &capture));
-    if (capture != cudaStreamCaptureStatusNone) return;  // legacy until a call outside the capture decides
-    const auto legacy = [&](void* dw16, void* ws) {
-      legacy_filter_grad(ctx, xp, dyp, dw16, ws, algos.backward_filter_bytes);
-    };
-    const size_t count = static_cast<size_t>(oc * g.k());
-    const bool bf16 = data == ConvData::BF16;
-    char* block = static_cast<char*>(ctx.workspace(dw16_bytes + algos.backward_filter_bytes));
-    legacy(block, block + dw16_bytes);
-    const std::vector<float> ref = download_16_as_float(block, count, bf16, ctx.raw_stream());
-    if (!std::all_of(ref.begin(), ref.end(), [](float v) { return std::isfinite(v); })) return;
+    return capture == cudaStreamCaptureStatusNone;
+  }
 
-    const FilterGradShape shape{n, g.c, g.h, g.w, oc, g.kh, g.kw, g.oh, g.ow, g.pad, g.stride,
-                                layout == Layout::NHWC};
-    std::vector<ConvFilterPlan> plans = ConvFilterPlan::candidates(
-        ctx.cudnn(), cudnn_type(data), shape, policy.deterministic, policy.workspace_limit, /*max_candidates=*/8);
-    size_t bytes = algos.backward_filter_bytes;
-    for (const ConvFilterPlan& p : plans) bytes = std::max(bytes, p.workspace_bytes());
-    block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
-    void* dw16 = block;
-    void* ws = block + dw16_bytes;
-    std::vector<std::function<void()>> runs{[&] { legacy(dw16, ws); }};
+  // The race for direction `dir` at the prepared batch size, on this call's
+  // inputs: the graph API's engine configurations (up to 8 that pass
+  // ConvPlan's rules under this policy) against the legacy algorithm. The
+  // winner is kept for the batch size (plan_for).
+  //   count: elements of the direction's output; prefix: bytes the caller
+  //   keeps at the start of the workspace block (an NHWC weight, dws);
+  //   setup(block): fills that prefix once the block is sized for every
+  //   contender, and returns where the output goes -- the caller's own output
+  //   (y, dx) or its scratch (dws), which the caller's real call overwrites
+  //   afterwards; legacy(out, ws) and run(plan, out, ws) write the output.
+  // The legacy output is the reference: a plan enters the race only if its
+  // output agrees with it (ops/disagreement.h, measured on the device; the
+  // 16-bit or the fp32 bound): some engines round partial sums in the 16-bit
+  // type, and a wrong engine is never kept. A reference with an inf or NaN
+  // (an fp16 loss scale still too high) decides nothing: the next call tries
+  // again. The plans' outputs go to a second buffer of `count` elements from
+  // the caching allocator, held for the race only. Synchronises the stream,
+  // as cudnnFind* does.
+  template <typename Setup, typename Legacy, typename RunPlan>
+  void race(cuda::Context& ctx, ConvDirection dir, int64_t count, size_t prefix, size_t legacy_bytes, Setup setup,
+            Legacy legacy, RunPlan run) {
+    const cuda::ConvPolicy& policy = ctx.conv_policy();
+    auto& decided = plan_for[static_cast<size_t>(dir)];
+    const ConvPlanShape shape{n, g.c, g.h, g.w, oc, g.kh, g.kw, g.oh, g.ow, g.pad, g.stride, layout == Layout::NHWC};
+    std::vector<ConvPlan> plans = ConvPlan::candidates(ctx.cudnn(), dir, cudnn_type(data), shape,
+                                                       policy.deterministic, policy.workspace_limit,
+                                                       /*max_candidates=*/8);
+    if (plans.empty()) {
+      decided.emplace(n, std::nullopt);
+      return;
+    }
+    size_t bytes = legacy_bytes;
+    for (const ConvPlan& p : plans) bytes = std::max(bytes, p.workspace_bytes());
+    char* block = static_cast<char*>(ctx.workspace(prefix + bytes));
+    void* const out = setup(block);
+    void* const ws = block + prefix;
+    const DType dt = dtype();
+    legacy(out, ws);
+    const double rms = rms_cuda(ctx, dt, out, count);
+    if (!std::isfinite(rms)) return;
+
+    const Storage got(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
+    const double bound = is_16bit(data) ? disagreement_bound_16(data == ConvData::BF16) : disagreement_bound_f32();
+    std::vector<std::function<void()>> runs{[&] { legacy(got.data(), ws); }};
     std::vector<size_t> entered;
     for (size_t i = 0; i < plans.size(); ++i) {
-      plans[i].run(ctx.cudnn(), xp, dyp, dw16, ws);
-      if (disagreement(ref, download_16_as_float(dw16, count, bf16, ctx.raw_stream())) > disagreement_bound_16(bf16))
-        continue;
+      run(plans[i], got.data(), ws);
+      if (disagreement_cuda(ctx, dt, out, got.data(), count, rms) > bound) continue;
       entered.push_back(i);
-      runs.push_back([&, i] { plans[i].run(ctx.cudnn(), xp, dyp, dw16, ws); });
+      runs.push_back([&, i] { run(plans[i], got.data(), ws); });
     }
-    std::optional<ConvFilterPlan> winner;
+    std::optional<ConvPlan> winner;
     const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3) : 0;
     if (best > 0) winner = std::move(plans[entered[best - 1]]);
-    filter_plan_for.emplace(n, std::move(winner));
+    decided.emplace(n, std::move(winner));
   }
 
   // Descriptors and algorithms for batch size `batch` > 0.
@@ -455,7 +576,17 @@ Conv2dCuda& Conv2dCuda::operator=(Conv2dCuda&&) noexcept = default;
 Conv2dCuda::Algorithms Conv2dCuda::algorithms(cuda::Context& ctx, int64_t n) {
   impl_->prepare(ctx, n);
   Algorithms a = impl_->algos;
-  if (const ConvFilterPlan* p = impl_->filter_plan()) {
+  if (const ConvPlan* p = impl_->plan(ConvDirection::Forward)) {
+    a.forward_engine = p->engine();
+    a.forward_bytes = p->workspace_bytes();
+    a.deterministic = a.deterministic && p->deterministic();
+  }
+  if (const ConvPlan* p = impl_->plan(ConvDirection::BackwardData)) {
+    a.backward_data_engine = p->engine();
+    a.backward_data_bytes = p->workspace_bytes();
+    a.deterministic = a.deterministic && p->deterministic();
+  }
+  if (const ConvPlan* p = impl_->plan(ConvDirection::BackwardFilter)) {
     a.backward_filter_engine = p->engine();
     a.backward_filter_bytes = p->workspace_bytes();
     a.deterministic = a.deterministic && p->deterministic();
@@ -481,74 +612,14 @@ void Conv2dCuda::backward(cuda::Context& ctx, int64_t n, const float* x, const f
                           float* dx, float* dw, float* db, bool accumulate, bool relu) {
   Impl& m = *impl_;
   LS_REQUIRE(m.data == ConvData::F32, m.describe(n) + ": fp32 backward on a " + data_name(m.data) + " convolution");
-  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
-  if (n == 0) {
-    zero_param_grads(ctx, m.oc * m.g.k(), m.oc, dw, db, accumulate);
-    return;
-  }
-  m.prepare(ctx, n);
-  conv_mask_and_bias_grad_cuda(ctx, DType::F32, m.layout, n, m.oc, m.g.oh * m.g.ow, y, dy, db, accumulate, relu);
-  const size_t bytes = std::max(m.algos.backward_filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
-  const float one = 1.f, zero = 0.f;
-  if (m.layout == Layout::NHWC) {
-    // One workspace block: the weight's gradient (then the weight) in [OC, KH, KW, C], then cuDNN's scratch.
-    const size_t wbytes = m.weight_scratch_bytes(sizeof(float));
-    char* block = static_cast<char*>(ctx.workspace(wbytes + bytes));
-    void* ws = block + wbytes;
-    auto* dwk = reinterpret_cast<float*>(block);
-    LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws,
-                                                  bytes, &zero, m.w, dwk));
-    conv_weight_grad_cuda(DType::F32, Layout::NHWC, m.oc, m.g.c, m.g.kh * m.g.kw, dwk, dw, accumulate,
-                          ctx.raw_stream());
-    if (dx)
-      LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, m.weight_to_nhwc(ctx, w, block), m.y, dy,
-                                                  m.conv, m.data_algo, ws, bytes, &zero, m.x, dx));
-    return;
-  }
-  void* ws = ctx.workspace(bytes);
-  LS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn(), &one, m.x, x, m.y, dy, m.conv, m.filter_algo, ws, bytes,
-                                                accumulate ? &one : &zero, m.w, dw));
-  if (dx)
-    LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, w, m.y, dy, m.conv, m.data_algo, ws, bytes,
-                                                &zero, m.x, dx));
+  m.backward(ctx, n, x, w, y, dy, dx, dw, db, accumulate, relu);
 }
 
 void Conv2dCuda::backward_16(cuda::Context& ctx, int64_t n, const void* x, const void* w, const void* y, void* dy,
                              void* dx, float* dw, float* db, bool accumulate, bool relu) {
   Impl& m = *impl_;
   LS_REQUIRE(is_16bit(m.data), m.describe(n) + ": 16-bit backward on an fp32 convolution");
-  LS_REQUIRE(n >= 0, m.describe(n) + ": negative batch size");
-  const int64_t weights = m.oc * m.g.k();
-  if (n == 0) {
-    zero_param_grads(ctx, weights, m.oc, dw, db, accumulate);
-    return;
-  }
-  m.prepare(ctx, n);
-  const DType dt = m.dtype();
-  conv_mask_and_bias_grad_cuda(ctx, dt, m.layout, n, m.oc, m.g.oh * m.g.ow, y, dy, db, accumulate, relu);
-  // One workspace block: the 16-bit dw first, then cuDNN's scratch.
-  const size_t dw16_bytes = aligned(static_cast<size_t>(weights) * size_of(dt));
-  m.decide_filter_plan(ctx, x, dy, dw16_bytes);
-  const ConvFilterPlan* plan = m.filter_plan();
-  const size_t filter_bytes = plan ? plan->workspace_bytes() : m.algos.backward_filter_bytes;
-  const size_t bytes = std::max(filter_bytes, dx ? m.algos.backward_data_bytes : size_t{0});
-  char* block = static_cast<char*>(ctx.workspace(dw16_bytes + bytes));
-  void* dw16 = block;
-  void* ws = block + dw16_bytes;
-  const float one = 1.f, zero = 0.f;
-  if (plan)
-    plan->run(ctx.cudnn(), x, dy, dw16, ws);
-  else
-    m.legacy_filter_grad(ctx, x, dy, dw16, ws, bytes);
-  // Widened into dw (NHWC: dw16 is [OC, KH, KW, C], reordered too).
-  conv_weight_grad_cuda(dt, m.layout, m.oc, m.g.c, m.g.kh * m.g.kw, dw16, dw, accumulate, ctx.raw_stream());
-  if (dx) {
-    // NHWC: the weight reordered into dw16's space (free again: the widening kernel ran before, in stream order).
-    const void* wk = m.layout == Layout::NHWC ? m.weight_to_nhwc(ctx, w, dw16) : w;
-    LS_CUDNN_CHECK(cudnnSetConvolutionMathType(m.conv, m.data_math));
-    LS_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn(), &one, m.w, wk, m.y, dy, m.conv, m.data_algo, ws, bytes,
-                                                &zero, m.x, dx));
-  }
+  m.backward(ctx, n, x, w, y, dy, dx, dw, db, accumulate, relu);
 }
 
 }  // namespace lockstep::ops

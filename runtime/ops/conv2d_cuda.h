@@ -29,7 +29,16 @@
 // workspace fits the limit (ctx.conv_policy(): search, limit, and whether
 // determinism is required). Only when no deterministic algorithm fits, or
 // when the policy allows any, is a non-deterministic one taken
-// (algorithms().deterministic says so). The bias,
+// (algorithms().deterministic says so). Under ConvSearch::Benchmark the first
+// call of each direction at a batch size (forward, backward data, backward
+// filter) also races the chosen legacy algorithm against up to 8 engine
+// configurations of cuDNN's graph API (ops/conv_plan.h; the same determinism
+// and workspace rules, and no tensor cores in fp32) on that call's inputs, and
+// keeps the fastest for that size. A plan enters the race only if its output
+// agrees with the legacy algorithm's (ops/disagreement.h, measured on the
+// device; bounds 2^-4 bf16, 2^-7 fp16, 2^-13 fp32): some engines round
+// partial sums in the 16-bit type. Outside Benchmark, and inside a capture
+// until a call outside it decides, the legacy algorithms run. The bias,
 // ReLU, ReLU mask and bias gradient are own kernels (the bias gradient sums in
 // double in a fixed order: the same bits on every run).
 //
@@ -45,14 +54,6 @@
 // the gradient of an fp32 master weight used in 16 bits, as under PyTorch
 // autocast (with fp16 and a loss scale, an overflow there is an inf in dw,
 // which the loss scaler sees). db sums the 16-bit dy in double, as in fp32.
-// Under ConvSearch::Benchmark the first 16-bit backward of a batch size also
-// races the legacy filter-gradient algorithm against up to 8 engine
-// configurations of cuDNN's graph API (ops/conv_filter_plan.h; the same
-// determinism and workspace rules) on that call's x and dy, and keeps the
-// fastest for that size. A plan enters the race only if its gradient agrees
-// with the legacy algorithm's (ops/disagreement.h): some engines round partial
-// sums in the 16-bit type. Outside Benchmark, and inside a capture until a
-// call outside it decides, the legacy algorithm runs.
 //
 // Layout (tensor/layout.h): with Layout::NHWC, x, dx are [N, H, W, C] and y,
 // dy [N, OH, OW, OC] in memory (the shapes below stay logical), and the cuDNN
@@ -113,11 +114,12 @@ class Conv2dCuda {
     size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
     bool deterministic = true;  // all three are CUDNN_DETERMINISTIC
     bool benchmarked = false;   // chosen by timing (cudnnFind*), not by the heuristics
-    // 16-bit under ConvSearch::Benchmark, after the first backward of this
-    // batch size: the cuDNN graph-API engine (global index) that computes the
-    // filter gradient when it beat backward_filter in the timed race, else -1
-    // (backward_filter_bytes is then that plan's workspace).
-    int64_t backward_filter_engine = -1;
+    // 16-bit under ConvSearch::Benchmark, once a direction was raced at this
+    // batch size (its first call): the cuDNN graph-API engine (global index)
+    // that computes it when it beat the legacy algorithm in the timed race,
+    // else -1 (the direction's *_bytes are then that plan's workspace, and
+    // `deterministic` covers the plan too).
+    int64_t forward_engine = -1, backward_data_engine = -1, backward_filter_engine = -1;
   };
   Algorithms algorithms(cuda::Context& ctx, int64_t n);
 

@@ -298,20 +298,11 @@ void mask_and_bias_grad(cuda::Context& ctx, Layout layout, int64_t n, int64_t oc
   }
 }
 
-// f(T{}) for the storage type of dt: float for F32, else the 16-bit type.
-template <typename F>
-void dispatch_storage(DType dt, F&& f) {
-  if (dt == DType::F32)
-    f(float{});
-  else
-    cuda::dispatch_16bit(dt, f);
-}
-
 }  // namespace
 
 void conv_bias_relu_cuda(DType dt, Layout layout, int64_t n, int64_t oc, int64_t P, const float* b, bool relu,
                          void* y, cudaStream_t stream) {
-  dispatch_storage(dt, [&](auto tag) {
+  cuda::dispatch_storage(dt, [&](auto tag) {
     using T = decltype(tag);
     bias_relu(layout, n, oc, P, b, relu, static_cast<T*>(y), stream);
   });
@@ -319,7 +310,7 @@ void conv_bias_relu_cuda(DType dt, Layout layout, int64_t n, int64_t oc, int64_t
 
 void conv_mask_and_bias_grad_cuda(cuda::Context& ctx, DType dt, Layout layout, int64_t n, int64_t oc, int64_t P,
                                   const void* y, void* dy, float* db, bool accumulate, bool relu) {
-  dispatch_storage(dt, [&](auto tag) {
+  cuda::dispatch_storage(dt, [&](auto tag) {
     using T = decltype(tag);
     mask_and_bias_grad(ctx, layout, n, oc, P, static_cast<const T*>(y), static_cast<T*>(dy), db, accumulate, relu);
   });
@@ -329,7 +320,7 @@ void conv_weight_grad_cuda(DType dt, Layout layout, int64_t oc, int64_t c, int64
                            bool accumulate, cudaStream_t stream) {
   const int64_t weights = oc * c * khw;
   if (weights == 0) return;
-  dispatch_storage(dt, [&](auto tag) {
+  cuda::dispatch_storage(dt, [&](auto tag) {
     using T = decltype(tag);
     const T* s = static_cast<const T*>(src);
     if (layout == Layout::NHWC)

@@ -176,7 +176,7 @@ PY
 step train.lenet.fp16.resume fp16_resume
 step train.lenet.nccl.fp16 mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --precision fp16 \
                              --metrics-file "$OUT/lenet-nccl1-fp16.jsonl"
-# --cudnn-benchmark in 16 bits races graph-API engines for the weight gradient
+# --cudnn-benchmark in 16 bits races graph-API engines for each convolution direction
 # (docs/gpu.md): training with the winners must reach the same accuracy. fp16
 # starts at a loss scale that may overflow, the case where the race waits.
 step train.lenet.cuda.bf16.benchmark trainer "${TRAIN[@]}" --device cuda --precision bf16 --cudnn-benchmark \

@@ -102,7 +102,6 @@ inline double max_excess_over_16bit_rounding(DType dt, const std::vector<float>&
   return worst;
 }
 
-// Largest |a - b| / max(1, |b|) over the elements (b is the CPU reference).
 // Host reorders of [n, c, hw] <-> [n, hw, c] for any element type (floats or 16-bit bit patterns).
 template <typename T>
 inline std::vector<T> reorder(const std::vector<T>& v, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
@@ -115,6 +114,7 @@ inline std::vector<T> reorder(const std::vector<T>& v, int64_t n, int64_t c, int
       }
   return out;
 }
+// Largest |a - b| / max(1, |b|) over the elements (b is the CPU reference).
 inline double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
   double worst = 0;

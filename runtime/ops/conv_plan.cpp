@@ -1,12 +1,12 @@
-// ConvFilterPlan: a convolution's filter gradient through cuDNN's graph API
-// (see the header for why and for the rules a candidate must pass).
-#include "ops/conv_filter_plan.h"
+// ConvPlan: one convolution direction through cuDNN's graph API (see the
+// header for why and for the rules a candidate must pass).
+#include "ops/conv_plan.h"
 
 #include <algorithm>
 #include <array>
+#include <string>
 #include <utility>
 
-#include "comm/communicator.h"
 #include "core/throw.h"
 #include "cuda/check.h"
 #include "cuda/stream.h"
@@ -58,7 +58,9 @@ constexpr cudnnBackendAttributeName_t kGraphHandle = CUDNN_ATTR_OPERATIONGRAPH_H
 constexpr cudnnBackendAttributeName_t kPlanHandle = CUDNN_ATTR_EXECUTION_PLAN_HANDLE;
 #pragma GCC diagnostic pop
 
-constexpr int64_t kUidX = 'x', kUidDy = 'y', kUidDw = 'w';
+// The three tensors: input-shaped (x or dx), filter-shaped (w or dw) and
+// output-shaped (y or dy), whichever direction reads or writes them.
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
 constexpr int64_t kAlignment = 16;  // bytes: the caching allocator's blocks are 256-aligned
 
 // A 4-d tensor [d0, d1, d2, d3] (logical NCHW order), channels-last strides
@@ -94,25 +96,62 @@ bool has(const std::vector<T>& v, T x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// The operation descriptor of a direction and the attribute names of its
+// input-shaped, filter-shaped and output-shaped tensors, convolution, alpha, beta.
+struct OpAttrs {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+OpAttrs op_attrs(ConvDirection dir) {
+  switch (dir) {
+    case ConvDirection::Forward:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+    case ConvDirection::BackwardData:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+    case ConvDirection::BackwardFilter: break;
+  }
+  return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+}
+
 }  // namespace
 
-struct ConvFilterPlan::Descriptors {
-  Backend x{CUDNN_BACKEND_TENSOR_DESCRIPTOR}, dy{CUDNN_BACKEND_TENSOR_DESCRIPTOR}, dw{CUDNN_BACKEND_TENSOR_DESCRIPTOR};
+const char* direction_name(ConvDirection d) {
+  switch (d) {
+    case ConvDirection::Forward: return "forward";
+    case ConvDirection::BackwardData: return "backward data";
+    case ConvDirection::BackwardFilter: break;
+  }
+  return "backward filter";
+}
+
+struct ConvPlan::Descriptors {
+  Backend x{CUDNN_BACKEND_TENSOR_DESCRIPTOR}, w{CUDNN_BACKEND_TENSOR_DESCRIPTOR}, y{CUDNN_BACKEND_TENSOR_DESCRIPTOR};
   Backend conv{CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR};
-  Backend op{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR};
+  Backend op;
   Backend graph{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR};
+  explicit Descriptors(cudnnBackendDescriptorType_t op_type) : op(op_type) {}
 };
 
-std::vector<ConvFilterPlan> ConvFilterPlan::candidates(cudnnHandle_t handle, cudnnDataType_t type,
-                                                       const FilterGradShape& s, bool deterministic,
-                                                       size_t workspace_limit, size_t max_candidates) {
+std::vector<ConvPlan> ConvPlan::candidates(cudnnHandle_t handle, ConvDirection dir, cudnnDataType_t type,
+                                           const ConvPlanShape& s, bool deterministic, size_t workspace_limit,
+                                           size_t max_candidates) {
   LS_REQUIRE(s.n > 0 && s.c > 0 && s.oc > 0 && s.h > 0 && s.w > 0 && s.kh > 0 && s.kw > 0 && s.oh > 0 && s.ow > 0 &&
                  s.stride > 0 && s.pad >= 0,
-             "convolution filter-gradient plan: invalid shape");
-  auto d = std::make_shared<Descriptors>();
+             std::string("convolution ") + direction_name(dir) + " plan: invalid shape");
+  const OpAttrs attrs = op_attrs(dir);
+  auto d = std::make_shared<Descriptors>(attrs.type);
   d->x = tensor(kUidX, type, {s.n, s.c, s.h, s.w}, s.nhwc);
-  d->dy = tensor(kUidDy, type, {s.n, s.oc, s.oh, s.ow}, s.nhwc);
-  d->dw = tensor(kUidDw, type, {s.oc, s.c, s.kh, s.kw}, s.nhwc);
+  d->w = tensor(kUidW, type, {s.oc, s.c, s.kh, s.kw}, s.nhwc);
+  d->y = tensor(kUidY, type, {s.n, s.oc, s.oh, s.ow}, s.nhwc);
 
   const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
   const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
@@ -128,12 +167,12 @@ std::vector<ConvFilterPlan> ConvFilterPlan::candidates(cudnnHandle_t handle, cud
   d->conv.finalize();
 
   const float alpha = 1.f, beta = 0.f;  // fp32: the compute type's scalars
-  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, d->x);
-  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, d->dy);
-  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, d->dw);
-  d->op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, d->conv);
-  d->op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-  d->op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  d->op.set_desc(attrs.x, d->x);
+  d->op.set_desc(attrs.w, d->w);
+  d->op.set_desc(attrs.y, d->y);
+  d->op.set_desc(attrs.conv, d->conv);
+  d->op.set(attrs.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+  d->op.set(attrs.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   // A convolution the graph API cannot express or has no engine for gives no
   // candidates (the caller keeps its legacy algorithm), not an error.
   if (!d->op.try_finalize()) return {};
@@ -159,7 +198,7 @@ std::vector<ConvFilterPlan> ConvFilterPlan::candidates(cudnnHandle_t handle, cud
   LS_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                           count, &got, raw.data()));
 
-  std::vector<ConvFilterPlan> out;
+  std::vector<ConvPlan> out;
   for (int64_t i = 0; i < std::min(got, count) && out.size() < max_candidates; ++i) {
     Backend engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
     cudnnBackendDescriptor_t e = engine.get();
@@ -191,7 +230,8 @@ std::vector<ConvFilterPlan> ConvFilterPlan::candidates(cudnnHandle_t handle, cud
                                             1, &one, &ws));
     if (ws < 0 || static_cast<uint64_t>(ws) > workspace_limit) continue;
 
-    ConvFilterPlan p;
+    ConvPlan p;
+    p.dir_ = dir;
     p.graph_ = d;
     p.plan_ = std::shared_ptr<void>(plan.release(), [](void* q) {
       cudnnBackendDestroyDescriptor(static_cast<cudnnBackendDescriptor_t>(q));
@@ -204,24 +244,21 @@ std::vector<ConvFilterPlan> ConvFilterPlan::candidates(cudnnHandle_t handle, cud
   return out;
 }
 
-void ConvFilterPlan::run(cudnnHandle_t handle, const void* x, const void* dy, void* dw, void* workspace) const {
+void ConvPlan::run(cudnnHandle_t handle, const void* in0, const void* in1, void* out, void* workspace) const {
+  // The run's three pointers by tensor: x, w, y (one of them the output).
+  std::array<void*, 3> ptrs{};
+  switch (dir_) {
+    case ConvDirection::Forward: ptrs = {const_cast<void*>(in0), const_cast<void*>(in1), out}; break;
+    case ConvDirection::BackwardData: ptrs = {out, const_cast<void*>(in0), const_cast<void*>(in1)}; break;
+    case ConvDirection::BackwardFilter: ptrs = {const_cast<void*>(in0), out, const_cast<void*>(in1)}; break;
+  }
   Backend pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  const std::array<int64_t, 3> uids{kUidX, kUidDy, kUidDw};
-  std::array<void*, 3> ptrs{const_cast<void*>(x), const_cast<void*>(dy), dw};
+  const std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
   pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data());
   pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs.data());
   pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
   pack.finalize();
   LS_CUDNN_CHECK(cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack.get()));
-}
-
-std::vector<float> download_16_as_float(const void* p, size_t n, bool bf16, cudaStream_t stream) {
-  std::vector<uint16_t> bits(n);
-  LS_CUDA_CHECK(cudaMemcpyAsync(bits.data(), p, n * sizeof(uint16_t), cudaMemcpyDeviceToHost, stream));
-  LS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = bf16 ? bf16_to_float(bits[i]) : f16_to_float(bits[i]);
-  return out;
 }
 
 size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps) {
