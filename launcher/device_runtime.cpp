@@ -38,7 +38,7 @@ constexpr int64_t kProfileFromStep = 7;
 }  // namespace
 
 struct DeviceRuntime::Impl {
-  Impl(const TrainConfig& c, const Communicator& comm)
+  Impl(const TrainConfig& c, const Communicator& comm, const Logger& log)
       : mode(resolve_comm(c.comm, comm.local_size())),
         device(cuda::select_device(comm.local_rank(), comm.local_size(), mode == "nccl", "--device cuda")),
         ctx(device), timeout_s(c.collective_timeout_s) {
@@ -47,6 +47,8 @@ struct DeviceRuntime::Impl {
     policy.deterministic = c.cudnn_deterministic;
     policy.workspace_limit = static_cast<size_t>(c.cudnn_workspace_mb) << 20;
     ctx.set_conv_policy(policy);
+    if (log && log->should_log(spdlog::level::debug))
+      ctx.set_conv_report([log](const std::string& line) { log->debug("{}", line); });
     if (c.precision == "fp16" || c.cuda_graph || c.clip_grad_norm > 0.f) {
       // fp16: dynamic; otherwise a fixed scale of 1 that carries a graph's
       // step scalars and clipping's factor.
@@ -114,8 +116,8 @@ struct DeviceRuntime::Impl {
   bool last_replayed = false;
 };
 
-DeviceRuntime::DeviceRuntime(const TrainConfig& config, const Communicator& comm)
-    : impl_(std::make_unique<Impl>(config, comm)) {}
+DeviceRuntime::DeviceRuntime(const TrainConfig& config, const Communicator& comm, Logger log)
+    : impl_(std::make_unique<Impl>(config, comm, log)) {}
 
 DeviceRuntime::~DeviceRuntime() {
   if (impl_) (void)cudaDeviceSynchronize();  // queued copies and kernels finish before their memory goes
@@ -270,7 +272,7 @@ std::string DeviceRuntime::memory_report() const {
 #else  // a build without CUDA: options refuse --device cuda before anything gets here
 
 struct DeviceRuntime::Impl {};
-DeviceRuntime::DeviceRuntime(const TrainConfig&, const Communicator&) {
+DeviceRuntime::DeviceRuntime(const TrainConfig&, const Communicator&, Logger) {
   LS_INPUT_ERROR("--device cuda: this build has no CUDA support");
 }
 DeviceRuntime::~DeviceRuntime() = default;

@@ -3,7 +3,9 @@
 //   constructor  local: picks the rank's GPU from its local rank (--comm nccl
 //                needs a GPU per local rank; --comm mpi lets ranks share one),
 //                makes the device context (compute stream, caching allocator,
-//                cuBLAS/cuDNN handles) and a copy stream.
+//                cuBLAS/cuDNN handles) and a copy stream. With
+//                --cudnn-benchmark, each convolution race's outcome goes to
+//                `log` at debug level.
 //   connect()    collective when --comm is nccl: bootstraps the NCCL
 //                communicator through the host communicator (MPI).
 //   upload()     a host batch to the device: the copy stream waits until the
@@ -36,6 +38,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "core/logging.h"
 #include "data/loader.h"
 #include "optim/loss_scale_rule.h"
 #include "options.h"
@@ -50,7 +53,7 @@ class LossScaler;
 
 class DeviceRuntime {
  public:
-  DeviceRuntime(const TrainConfig& config, const Communicator& comm);
+  DeviceRuntime(const TrainConfig& config, const Communicator& comm, Logger log = nullptr);
   ~DeviceRuntime();
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;

@@ -111,7 +111,7 @@ void Trainer::setup() {
                                    : c_.conv_algorithm == "winograd" ? ops::ConvAlgo::Winograd
                                                                      : ops::ConvAlgo::Auto);
   if (c_.device == "cuda") {  // parameters, gradients, buffers and optimizer state move to the GPU
-    dev_ = std::make_unique<DeviceRuntime>(c_, comm_);
+    dev_ = std::make_unique<DeviceRuntime>(c_, comm_, log_);
     model_->to(dev_->device_allocator());
     opt_->use_gpu(dev_->gpu());
     // Mixed precision: the input is rounded to bf16/fp16 once; weights stay

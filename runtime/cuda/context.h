@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "cuda/caching_allocator.h"
 #include "cuda/handles.h"
@@ -32,6 +35,11 @@ struct ConvPolicy {
   bool deterministic = true;
   size_t workspace_limit = kDefaultWorkspaceLimit;
 };
+
+// Where a convolution sends one line per timed race between cuDNN's legacy
+// algorithm and its graph-API plans (ConvSearch::Benchmark): what ran, how
+// fast, what was left out and what was kept. The trainer logs it at debug level.
+using ConvReport = std::function<void(const std::string&)>;
 
 class Context {
  public:
@@ -60,6 +68,8 @@ class Context {
   // then kept for that size); set it before the first step.
   const ConvPolicy& conv_policy() const { return conv_policy_; }
   void set_conv_policy(const ConvPolicy& p) { conv_policy_ = p; }
+  const ConvReport& conv_report() const { return conv_report_; }  // may be empty
+  void set_conv_report(ConvReport r) { conv_report_ = std::move(r); }
 
  private:
   int device_;
@@ -71,6 +81,7 @@ class Context {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   ConvPolicy conv_policy_;
+  ConvReport conv_report_;
 };
 
 }  // namespace lockstep::cuda

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -110,6 +111,12 @@ cudnnDataType_t cudnn_type(ConvData d) {
 bool is_16bit(ConvData d) { return d != ConvData::F32; }
 DType dtype_16(ConvData d) { return d == ConvData::BF16 ? DType::BF16 : DType::F16; }
 const char* data_name(ConvData d) { return d == ConvData::BF16 ? "bf16" : d == ConvData::F16 ? "fp16" : "fp32"; }
+// A time or a disagreement for a race report: 3 significant digits.
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
 
 }  // namespace
 
@@ -353,13 +360,17 @@ struct Conv2dCuda::Impl {
   void race(cuda::Context& ctx, ConvDirection dir, int64_t count, size_t prefix, size_t legacy_bytes, Setup setup,
             Legacy legacy, RunPlan run) {
     const cuda::ConvPolicy& policy = ctx.conv_policy();
+    const cuda::ConvReport& report = ctx.conv_report();
     auto& decided = plan_for[static_cast<size_t>(dir)];
     const ConvPlanShape shape{n, g.c, g.h, g.w, oc, g.kh, g.kw, g.oh, g.ow, g.pad, g.stride, layout == Layout::NHWC};
     std::vector<ConvPlan> plans = ConvPlan::candidates(ctx.cudnn(), dir, cudnn_type(data), shape,
                                                        policy.deterministic, policy.workspace_limit,
                                                        /*max_candidates=*/8);
+    const std::string what = describe(n) + ", " + data_name(data) + (layout == Layout::NHWC ? " nhwc, " : ", ") +
+                             direction_name(dir) + ": legacy algorithm " + std::to_string(legacy_algorithm(dir));
     if (plans.empty()) {
       decided.emplace(n, std::nullopt);
+      if (report) report(what + "; no graph-API plan passes the rules");
       return;
     }
     size_t bytes = legacy_bytes;
@@ -370,22 +381,50 @@ struct Conv2dCuda::Impl {
     const DType dt = dtype();
     legacy(out, ws);
     const double rms = rms_cuda(ctx, dt, out, count);
-    if (!std::isfinite(rms)) return;
+    if (!std::isfinite(rms)) {
+      if (report) report(what + " gave an inf or NaN; the next call races again");
+      return;
+    }
 
     const Storage got(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
     const double bound = is_16bit(data) ? disagreement_bound_16(data == ConvData::BF16) : disagreement_bound_f32();
     std::vector<std::function<void()>> runs{[&] { legacy(got.data(), ws); }};
     std::vector<size_t> entered;
+    std::string left_out;
     for (size_t i = 0; i < plans.size(); ++i) {
       run(plans[i], got.data(), ws);
-      if (disagreement_cuda(ctx, dt, out, got.data(), count, rms) > bound) continue;
+      const double d = disagreement_cuda(ctx, dt, out, got.data(), count, rms);
+      if (d > bound) {
+        left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (disagreement " + number(d) + ")";
+        continue;
+      }
       entered.push_back(i);
       runs.push_back([&, i] { run(plans[i], got.data(), ws); });
     }
+    std::vector<float> ms;
+    const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3, &ms) : 0;
+    if (report) {
+      std::string line = what + (ms.empty() ? "" : " " + number(ms[0]) + " ms");
+      for (size_t j = 0; j < entered.size(); ++j)
+        line += "; engine " + std::to_string(plans[entered[j]].engine()) + " " + number(ms[j + 1]) + " ms";
+      line += left_out + "; kept " +
+              (best > 0 ? "engine " + std::to_string(plans[entered[best - 1]].engine())
+                        : std::string("the legacy algorithm"));
+      report(line);
+    }
     std::optional<ConvPlan> winner;
-    const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3) : 0;
     if (best > 0) winner = std::move(plans[entered[best - 1]]);
     decided.emplace(n, std::move(winner));
+  }
+
+  // The legacy algorithm chosen for direction `dir` (a cudnnConvolution*Algo_t).
+  int legacy_algorithm(ConvDirection dir) const {
+    switch (dir) {
+      case ConvDirection::Forward: return static_cast<int>(fwd_algo);
+      case ConvDirection::BackwardData: return static_cast<int>(data_algo);
+      case ConvDirection::BackwardFilter: break;
+    }
+    return static_cast<int>(filter_algo);
   }
 
   // Descriptors and algorithms for batch size `batch` > 0.

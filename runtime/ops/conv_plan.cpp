@@ -261,20 +261,23 @@ void ConvPlan::run(cudnnHandle_t handle, const void* in0, const void* in1, void*
   LS_CUDNN_CHECK(cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack.get()));
 }
 
-size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps) {
+size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps,
+                  std::vector<float>* ms) {
   LS_REQUIRE(!runs.empty() && reps > 0, "fastest_of: nothing to time");
   cuda::Event start(true), end(true);
   size_t best = 0;
   float best_ms = 0;
+  if (ms) ms->clear();
   for (size_t i = 0; i < runs.size(); ++i) {
     LS_CUDA_CHECK(cudaEventRecord(start.get(), stream));
     for (int r = 0; r < reps; ++r) runs[i]();
     LS_CUDA_CHECK(cudaEventRecord(end.get(), stream));
     end.synchronize();
-    const float ms = cuda::Event::elapsed_ms(start, end);
-    if (i == 0 || ms < best_ms) {
+    const float t = cuda::Event::elapsed_ms(start, end);
+    if (ms) ms->push_back(t / static_cast<float>(reps));
+    if (i == 0 || t < best_ms) {
       best = i;
-      best_ms = ms;
+      best_ms = t;
     }
   }
   return best;

@@ -87,7 +87,9 @@ class ConvPlan {
 // `stream`): each runs `reps` times between two events; synchronises the
 // stream. Each must have run once before (first-use costs stay out of the
 // timing): Conv2dCuda's race has run every contender once already, for the
-// reference gradient and the agreement check.
-size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps);
+// reference output and the agreement check. `ms`, when given, receives each
+// run's milliseconds per repetition, in the order of `runs`.
+size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps,
+                  std::vector<float>* ms = nullptr);
 
 }  // namespace lockstep::ops

@@ -234,11 +234,13 @@ step compare.lenet host_env "$PY" "$ROOT/scripts/gpu/compare_lenet.py" "$OUT"
 # ---- benchmarks: lockstep vs PyTorch on the same model, batch and precision ----
 # As torch_gpu.py: one batch kept on the GPU (--benchmark-input fixed) and 60
 # steps in a row (one epoch: no drain or loader restart every 6 steps). The
-# .loader steps put the input pipeline back in (a later flag wins).
+# .loader steps put the input pipeline back in (a later flag wins). Debug
+# logging puts each convolution race's outcome (contenders, times, engines
+# left out, the one kept) in the step's log.
 bench_lockstep() {  # name model batch [flags...]
   local name=$1 model=$2 batch=$3; shift 3
   trainer --model "$model" --benchmark --benchmark-input fixed --epochs 1 --device cuda --cudnn-benchmark \
-    --batch-size "$batch" --max-steps 60 --progress off --metrics-file "$OUT/$name.jsonl" "$@"
+    --batch-size "$batch" --max-steps 60 --progress off --log-level debug --metrics-file "$OUT/$name.jsonl" "$@"
 }
 step bench.floor                  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --floor
 step bench.convnet.lockstep       bench_lockstep bench-convnet convnet 1024

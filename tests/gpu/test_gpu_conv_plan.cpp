@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "cuda/check.h"
@@ -173,9 +174,11 @@ TEST_CASE_METHOD(GpuFixture, "graph-API convolution plans keep to the workspace 
 // Under ConvSearch::Benchmark the first call of each direction races the
 // plans against the legacy algorithm; whichever wins, y, dx and dw match the
 // CPU, and the same batch size keeps the decisions (a second call gives the
-// same bits).
+// same bits). Each race reports one line; a decided size races no more.
 TEST_CASE_METHOD(GpuFixture, "conv2d after the timed races matches the CPU and repeats", "[conv]") {
   ctx.set_conv_policy({cuda::ConvSearch::Benchmark, true, cuda::ConvPolicy::kDefaultWorkspaceLimit});
+  std::vector<std::string> reports;
+  ctx.set_conv_report([&](const std::string& line) { reports.push_back(line); });
   for (const DType dt : {DType::BF16, DType::F16, DType::F32})
     for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
       const ops::Conv2dShape s = plan_shape(kPlanCases[0]);
@@ -197,6 +200,7 @@ TEST_CASE_METHOD(GpuFixture, "conv2d after the timed races matches the CPU and r
       std::vector<float> first_y, first_dx, first_dw;
       for (int round = 0; round < 2; ++round) {
         CAPTURE(round);
+        reports.clear();
         Tensor dy_ = to_device(*this, dt, dy_held);
         if (dt == DType::F32) {
           conv.forward(ctx, s.n, x_.data<float>(), w_.data<float>(), nullptr, y_.data<float>(), /*relu=*/false);
@@ -221,6 +225,20 @@ TEST_CASE_METHOD(GpuFixture, "conv2d after the timed races matches the CPU and r
         CHECK(ops::disagreement(cpu.y, y) <= bound);
         CHECK(ops::disagreement(cpu.dx, dx) <= bound);
         CHECK(ops::disagreement(cpu.dw, dw) <= bound);
+        std::string all;
+        for (const std::string& line : reports) all += line + "\n";
+        INFO("race reports:\n" << all);
+        if (round == 0) {
+          REQUIRE(reports.size() == 3);  // forward, backward filter, backward data, in the order they ran
+          CHECK(reports[0].find("forward: legacy algorithm") != std::string::npos);
+          CHECK(reports[1].find("backward filter: legacy algorithm") != std::string::npos);
+          CHECK(reports[2].find("backward data: legacy algorithm") != std::string::npos);
+          for (const std::string& line : reports)
+            CHECK((line.find("; kept ") != std::string::npos ||
+                   line.find("no graph-API plan passes the rules") != std::string::npos));
+        } else {
+          CHECK(reports.empty());
+        }
         if (round == 0) {
           first_y = y;
           first_dx = dx;
