@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "metrics.h"
+#include "nn/step_floor.h"
 #include "progress.h"
 #include "recipe.h"
 #include "trainer.h"
@@ -107,11 +108,19 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
                                  : fmt::format("; {}-step windows: median {} img/s, {}-{}", kRateWindow,
                                                group_thousands(windows.median), group_thousands(windows.min),
                                                group_thousands(windows.max)));
+  // The step's floor (nn/step_floor.h), for holding ms_per_step against the
+  // machine's matmul rate and copy bandwidth (scripts/gpu/bench_table.py).
+  const Shape sample = model_->batch_shape(1);
+  const StepFloor floor = step_floor(
+      model_->net().forward_flops(sample), model_->net().forward_traffic(sample), sample.numel(), micro_batch_, K,
+      model_->params().numel(), static_cast<int>(opt_->state().size()),
+      c_.device == "cuda" && c_.precision != "fp32" ? 2 : 4);
   nlohmann::json summary = {
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
       {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
       {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"benchmark_input", c_.benchmark_input},
       {"ms_per_step", ms_per_step},
+      {"floor_flops_per_step", floor.flops}, {"floor_bytes_per_step", floor.bytes},
       {"lr", effective_lr(c_, global_batch_)},
       {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},
       {"images_per_sec_per_rank", sum.images_per_sec / world}, {"test_acc", sum.test_acc},

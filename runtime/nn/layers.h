@@ -134,6 +134,7 @@ class ReLU final : public Module {
   Aliasing aliasing() const override { return Aliasing::InPlace; }
   bool backward_reads_output() const override { return true; }
   bool is_relu() const override { return true; }
+  int64_t forward_traffic(const Shape&) const override { return 0; }  // fusable into the layer before
 };
 
 // Inverted dropout with masks drawn from (seed, layer, step, global sample index,
@@ -148,6 +149,7 @@ class Dropout final : public Module {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
   Aliasing aliasing() const override { return Aliasing::InPlace; }
   void set_layout(Layout layout) override { layout_ = layout; }
+  int64_t forward_traffic(const Shape&) const override { return 0; }  // fusable into the layer before
 
  private:
   float p_;
@@ -169,6 +171,7 @@ class Flatten final : public Module {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
   Aliasing aliasing() const override { return layout_ == Layout::NHWC ? Aliasing::None : Aliasing::View; }
   void set_layout(Layout layout) override { layout_ = layout; }
+  int64_t forward_traffic(const Shape&) const override { return 0; }  // a view in NCHW
 
  private:
   Layout layout_ = Layout::NCHW;

@@ -123,6 +123,13 @@ class Module {
   virtual std::vector<const Parameter*> parameters() const { return {}; }
   // Forward multiply-adds x2 per sample (for throughput reports); 0 if negligible.
   virtual int64_t forward_flops(const Shape& input) const { return 0; }
+  // Activation elements a forward pass over batch `input` must move for this
+  // module when layers run one after another: its input read once and its
+  // output written once. ReLU and Dropout, which an implementation can fuse
+  // into the previous layer's pass, and Flatten, a view, count 0; containers
+  // sum their layers. The memory-traffic floor of a training step
+  // (nn/traffic_floor.h) is built from it.
+  virtual int64_t forward_traffic(const Shape& input) const { return input.numel() + output_shape(input).numel(); }
 };
 
 }  // namespace lockstep

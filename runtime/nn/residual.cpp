@@ -58,6 +58,13 @@ int64_t Residual::forward_flops(const Shape& in) const {
   return branch_.forward_flops(in) + (shortcut_.size() ? shortcut_.forward_flops(in) : 0) + 2 * out.numel();
 }
 
+// The chains, and the join reading the shortcut's value once (the branch's
+// last layer can write the sum itself, as the fused join does).
+int64_t Residual::forward_traffic(const Shape& in) const {
+  const Shape out = output_shape(in);
+  return branch_.forward_traffic(in) + (shortcut_.size() ? shortcut_.forward_traffic(in) : 0) + out.numel();
+}
+
 void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   joined_ = false;
   if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {

@@ -42,6 +42,7 @@ class Residual final : public Module {
   bool has_parameters() const override { return !parameters().empty(); }
   std::vector<const Parameter*> parameters() const override;
   int64_t forward_flops(const Shape& in) const override;
+  int64_t forward_traffic(const Shape& in) const override;
   // Both chains take the layout; their input is already in it.
   void set_conv_algorithm(ops::ConvAlgo algo) override {
     branch_.set_conv_algorithm(algo);

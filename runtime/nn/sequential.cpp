@@ -58,6 +58,16 @@ int64_t Sequential::forward_flops(const Shape& in) const {
   return f;
 }
 
+int64_t Sequential::forward_traffic(const Shape& in) const {
+  int64_t t = 0;
+  Shape s = in;
+  for (const auto& l : layers_) {
+    t += l->forward_traffic(s);
+    s = l->output_shape(s);
+  }
+  return t;
+}
+
 void Sequential::set_compute_dtype(DType dtype) {
   LS_CHECK(dtype == DType::F32 || is_16bit_float(dtype), "Sequential: compute type {} (F32, BF16 or F16)",
            dtype_name(dtype));

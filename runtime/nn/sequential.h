@@ -66,7 +66,8 @@ class Sequential {
 
   // Shape after every layer, for input shape `in` (batch first).
   std::vector<Shape> shapes(const Shape& in) const;
-  int64_t forward_flops(const Shape& in) const;  // for a batch of in[0] samples
+  int64_t forward_flops(const Shape& in) const;    // for a batch of in[0] samples
+  int64_t forward_traffic(const Shape& in) const;  // Module::forward_traffic summed over the layers
 
   // Runs every layer; returns the last activation (e.g. logits [B, classes]).
   // `x` is never modified and must stay alive until backward() returns.

@@ -9,6 +9,12 @@ torch_gpu.py reports the median of 10-step windows; so the ratio takes
 lockstep's median of 10-step windows where the run had any (its mean rate
 over the timed steps otherwise), and the row shows both.
 
+With the floor's rates (torch_gpu.py --floor's JSON line in OUT_DIR/bench.*.log)
+each row also holds the step against its floor (nn/step_floor.h; the summary's
+floor_flops_per_step and floor_bytes_per_step): FLOPs over the matmul rate of
+the row's precision (fp16 rows use the bf16 rate: the same tensor cores), and
+bytes over the copy bandwidth; "÷ floor" is ms/step over the larger of the two.
+
   python3 scripts/gpu/bench_table.py OUT_DIR
 """
 import glob
@@ -38,7 +44,32 @@ def lockstep_runs(out):
         yield {"model": summary.get("model", parts[0]), "precision": precision, "layout": layout,
                "variant": ", ".join(flags) or "default", "images_per_sec": summary["images_per_sec"],
                "window_median": summary.get("window_median_images_per_sec") if summary.get("windows") else None,
-               "ms_per_step": summary["ms_per_step"]}
+               "ms_per_step": summary["ms_per_step"], "floor_flops": summary.get("floor_flops_per_step"),
+               "floor_bytes": summary.get("floor_bytes_per_step")}
+
+
+def floor_rates(out):
+    """torch_gpu.py --floor's rates, or None when no floor step ran."""
+    for path in sorted(glob.glob(os.path.join(out, "bench.*.log"))):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    try:
+                        rec = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if rec.get("impl") == "floor":
+                        return rec
+    return None
+
+
+def floor_ms(r, rates):
+    """(FLOP floor ms, bytes floor ms) of a lockstep row, or None."""
+    if not rates or r["floor_flops"] is None or r["floor_bytes"] is None:
+        return None
+    tflops = rates["matmul_fp32_tflops"] if r["precision"] == "fp32" else rates["matmul_bf16_tflops"]
+    return 1e3 * r["floor_flops"] / (tflops * 1e12), 1e3 * r["floor_bytes"] / (rates["copy_gb_per_s"] * 1e9)
 
 
 def torch_results(out):
@@ -64,20 +95,24 @@ def main():
         sys.exit("usage: bench_table.py OUT_DIR (a scripts/gpu/check.sh output directory)")
     out = sys.argv[1]
     torch = torch_results(out)
+    rates = floor_rates(out)
     rows = list(lockstep_runs(out))
     if not rows:
         sys.exit(f"bench_table.py: no lockstep benchmark results (bench-*.jsonl with a summary) in {out}")
     print("| model | precision | layout | lockstep run | lockstep img/s | window median | ms/step | "
-          "PyTorch eager img/s | ratio | PyTorch compile img/s |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+          "PyTorch eager img/s | ratio | PyTorch compile img/s | FLOP floor ms | bytes floor ms | ÷ floor |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         key = (r["model"], r["precision"], r["layout"])
         eager, compiled = torch.get(key + ("eager",)), torch.get(key + ("compile",))
         median = r["window_median"]
         ratio = f"**{(median or r['images_per_sec']) / eager:.2f}x**" if eager else "-"
+        fl = floor_ms(r, rates)
+        floors = (f"{fl[0]:.2f} | {fl[1]:.2f} | {r['ms_per_step'] / max(fl):.1f}x" if fl and max(fl) > 0
+                  else "- | - | -")
         print(f"| {r['model']} | {r['precision']} | {r['layout']} | {r['variant']} | {r['images_per_sec']:,.0f} | "
               f"{f'{median:,.0f}' if median else '-'} | {r['ms_per_step']:.1f} | {f'{eager:,.0f}' if eager else '-'} | "
-              f"{ratio} | {f'{compiled:,.0f}' if compiled else '-'} |")
+              f"{ratio} | {f'{compiled:,.0f}' if compiled else '-'} | {floors} |")
 
 
 if __name__ == "__main__":

@@ -96,7 +96,11 @@ assert s["type"] == "summary" and s["benchmark"] is True and s["eval"] is False,
 assert s["steps"] == 12 and s["images_per_sec"] > 0 and s["ms_per_step"] > 0, s
 assert abs(s["ms_per_step"] / 1e3 - 32 / s["images_per_sec"]) < 1e-9, s
 assert len(e) == 2 and all(r["test_acc"] == 0 and r["test_loss"] == 0 for r in e), e
-assert s["windows"] == 0 and s["window_steps"] == 10, s'
+assert s["windows"] == 0 and s["window_steps"] == 10, s
+# The floor (nn/step_floor.h): 3 x the 4.50 MFLOP forward per sample, and more
+# bytes than the 129,068 fp32 parameters alone (7 passes with momentum SGD).
+assert abs(s["floor_flops_per_step"] / (3 * 32) - 4.50e6) < 0.01e6, s
+assert 28 * 129068 < s["floor_bytes_per_step"] < 28 * 129068 + 32 * 4 * 1e6, s'
 # 22 timed steps: two full 10-step windows (the last 2 steps in none), whose
 # median and range the line and the summary give, as PyTorch's scripts time.
 "$TRAINER" --benchmark --model mlp --batch-size 32 --epochs 1 --max-steps 27 --threads 1 --progress off \

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# scripts/gpu/bench_table.py (check.sh's benchmark table) on files written
+# here: a lockstep row beside PyTorch's eager and compile figures with the
+# ratio on the window median, its FLOP and bytes floors from the floor step's
+# rates (bf16 rate for fp16 rows), and dashes where the floor step or a
+# summary's floor fields are missing.
+# usage: bench_table.sh SCRIPT
+set -euo pipefail
+SCRIPT=$1
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# convnet fp16: 100 ms/step; floors 3.2e12 FLOP (4 ms at 800 TFLOP/s) and 6e9 bytes (2 ms at 3,000 GB/s).
+printf '%s\n' '{"type":"epoch","epoch":1}' \
+  '{"type":"summary","model":"convnet","images_per_sec":10000,"windows":3,"window_median_images_per_sec":12000,"ms_per_step":100.0,"floor_flops_per_step":3.2e12,"floor_bytes_per_step":6e9}' \
+  > "$WORK/bench-convnet-fp16-nhwc-graph.jsonl"
+printf 'some log line\n%s\n' '{"impl":"floor","device":"H","matmul_fp32_tflops":50.0,"matmul_bf16_tflops":800.0,"copy_gb_per_s":3000.0}' \
+  > "$WORK/bench.floor.log"
+printf '%s\n' '{"impl":"pytorch","model":"convnet","precision":"fp16","layout":"nhwc","mode":"eager","images_per_sec":8000}' \
+  > "$WORK/bench.convnet.torch.eager.fp16.nhwc.log"
+printf '%s\n' '{"impl":"pytorch","model":"convnet","precision":"fp16","layout":"nhwc","mode":"compile","images_per_sec":9000}' \
+  > "$WORK/bench.convnet.torch.compile.fp16.nhwc.log"
+
+out=$(python3 "$SCRIPT" "$WORK")
+echo "$out"
+want='| convnet | fp16 | nhwc | --cuda-graph | 10,000 | 12,000 | 100.0 | 8,000 | **1.50x** | 9,000 | 4.00 | 2.00 | 25.0x |'
+[[ $out == *"$want"* ]] || fail "the row is not: $want"
+
+rm "$WORK/bench.floor.log"
+out=$(python3 "$SCRIPT" "$WORK")
+[[ $out == *"| 9,000 | - | - | - |"* ]] || fail "without a floor step the floor columns are not dashes: $out"
+echo "no floor step: dashes"
+
+set +e; out=$(python3 "$SCRIPT" "$WORK/missing" 2>&1); rc=$?; set -e
+[[ $rc -ne 0 && $out == *"usage: bench_table.py"* ]] || fail "a missing directory did not stop with the usage line (exit $rc): $out"
+echo "missing directory: exit $rc"
