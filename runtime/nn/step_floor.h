@@ -37,7 +37,8 @@ inline StepFloor step_floor(int64_t forward_flops, int64_t forward_traffic, int6
   const double samples = static_cast<double>(micro_batch) * accumulate_steps;
   StepFloor f;
   f.flops = 3.0 * static_cast<double>(forward_flops) * samples;
-  const double activation_elements = (2.0 * static_cast<double>(forward_traffic) - static_cast<double>(input_elements)) * samples;
+  const double activation_elements =
+      (2.0 * static_cast<double>(forward_traffic) - static_cast<double>(input_elements)) * samples;
   const double parameter_arrays = 2.0 * accumulate_steps + 3.0 + 2.0 * state_arrays;  // see the header
   f.bytes = activation_elements * activation_bytes + parameter_arrays * 4.0 * static_cast<double>(parameters);
   return f;

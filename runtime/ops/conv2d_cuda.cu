@@ -11,6 +11,7 @@
 #include <array>
 #include <climits>
 #include <cstdio>
+#include <exception>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -354,8 +355,8 @@ struct Conv2dCuda::Impl {
   // type, and a wrong engine is never kept. A reference with an inf or NaN
   // (an fp16 loss scale still too high) decides nothing: the next call tries
   // again. The plans' outputs go to a second buffer of `count` elements from
-  // the caching allocator, held for the race only. Synchronises the stream,
-  // as cudnnFind* does.
+  // the caching allocator, held for the race only (out of memory for it: the
+  // legacy algorithm is kept). Synchronises the stream, as cudnnFind* does.
   template <typename Setup, typename Legacy, typename RunPlan>
   void race(cuda::Context& ctx, ConvDirection dir, int64_t count, size_t prefix, size_t legacy_bytes, Setup setup,
             Legacy legacy, RunPlan run) {
@@ -386,7 +387,17 @@ struct Conv2dCuda::Impl {
       return;
     }
 
-    const Storage got(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
+    // The plans' output buffer. Without the memory for it (a model that only
+    // just fits) the legacy algorithm is kept: the race is an optimisation.
+    std::optional<Storage> got_block;
+    try {
+      got_block.emplace(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
+    } catch (const std::exception& e) {  // lockstep::Error from the allocator (core/error.h is not for nvcc)
+      decided.emplace(n, std::nullopt);
+      if (report) report(what + "; no memory to race the plans (" + e.what() + ")");
+      return;
+    }
+    const Storage& got = *got_block;
     const double bound = is_16bit(data) ? disagreement_bound_16(data == ConvData::BF16) : disagreement_bound_f32();
     std::vector<std::function<void()>> runs{[&] { legacy(got.data(), ws); }};
     std::vector<size_t> entered;

@@ -88,7 +88,8 @@ TEST_CASE("disagreement: fp32 summation orders stay inside the fp32 bound, TF32 
       for (int i = k - 1; i >= 0; --i) r += a[static_cast<size_t>(i)] * b[static_cast<size_t>(i)];
       for (int i0 = 0; i0 < k; i0 += 32) {
         float p = 0;
-        for (int i = i0; i < std::min(k, i0 + 32); ++i) p = std::fma(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)], p);
+        for (int i = i0; i < std::min(k, i0 + 32); ++i)
+          p = std::fma(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)], p);
         bs += p;
       }
       ref.push_back(s);
