@@ -236,6 +236,7 @@ std::vector<ConvPlan> ConvPlan::candidates(cudnnHandle_t handle, ConvDirection d
     p.plan_ = std::shared_ptr<void>(plan.release(), [](void* q) {
       cudnnBackendDestroyDescriptor(static_cast<cudnnBackendDescriptor_t>(q));
     });
+    p.pack_ = std::make_shared<Pack>();
     p.workspace_bytes_ = static_cast<size_t>(ws);
     p.engine_ = global_index;
     p.deterministic_ = !nondeterministic;
@@ -244,21 +245,36 @@ std::vector<ConvPlan> ConvPlan::candidates(cudnnHandle_t handle, ConvDirection d
   return out;
 }
 
+struct ConvPlan::Pack {
+  std::array<void*, 4> addresses{};  // x, w, y, workspace
+  Backend pack{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR};
+  bool ready = false;
+};
+
 void ConvPlan::run(cudnnHandle_t handle, const void* in0, const void* in1, void* out, void* workspace) const {
-  // The run's three pointers by tensor: x, w, y (one of them the output).
-  std::array<void*, 3> ptrs{};
+  // The run's pointers by tensor: x, w, y (one of them the output), then the workspace.
+  std::array<void*, 4> addresses{};
   switch (dir_) {
-    case ConvDirection::Forward: ptrs = {const_cast<void*>(in0), const_cast<void*>(in1), out}; break;
-    case ConvDirection::BackwardData: ptrs = {out, const_cast<void*>(in0), const_cast<void*>(in1)}; break;
-    case ConvDirection::BackwardFilter: ptrs = {const_cast<void*>(in0), out, const_cast<void*>(in1)}; break;
+    case ConvDirection::Forward: addresses = {const_cast<void*>(in0), const_cast<void*>(in1), out, workspace}; break;
+    case ConvDirection::BackwardData:
+      addresses = {out, const_cast<void*>(in0), const_cast<void*>(in1), workspace};
+      break;
+    case ConvDirection::BackwardFilter:
+      addresses = {const_cast<void*>(in0), out, const_cast<void*>(in1), workspace};
+      break;
   }
-  Backend pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  const std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
-  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-  pack.finalize();
-  LS_CUDNN_CHECK(cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack.get()));
+  if (!pack_->ready || pack_->addresses != addresses) {
+    Pack fresh;
+    const std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
+    fresh.pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data());
+    fresh.pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, addresses.data());
+    fresh.pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &addresses[3]);
+    fresh.pack.finalize();
+    fresh.addresses = addresses;
+    fresh.ready = true;
+    *pack_ = std::move(fresh);
+  }
+  LS_CUDNN_CHECK(cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack_->pack.get()));
 }
 
 size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps,

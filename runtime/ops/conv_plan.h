@@ -68,16 +68,21 @@ class ConvPlan {
 
   // The direction's output from its two inputs, in the table's order above:
   // Forward (x, w) -> y, BackwardData (w, dy) -> dx, BackwardFilter (x, dy) ->
-  // dw; `workspace` holds workspace_bytes().
+  // dw; `workspace` holds workspace_bytes(). The variant pack (the pointers
+  // cuDNN is given) is built once per new set of addresses and reused while
+  // they repeat, as a training step's persistent buffers do: no descriptor
+  // is made per call in the steady state.
   void run(cudnnHandle_t handle, const void* in0, const void* in1, void* out, void* workspace) const;
 
   struct Descriptors;  // the backend descriptors (conv_plan.cpp)
+  struct Pack;         // the last variant pack and its addresses (conv_plan.cpp)
 
  private:
   ConvPlan() = default;
   ConvDirection dir_ = ConvDirection::Forward;
   std::shared_ptr<const Descriptors> graph_;  // tensors, operation and graph the plan was made from
   std::shared_ptr<void> plan_;                // the finalized execution plan (a backend descriptor)
+  std::shared_ptr<Pack> pack_;                // run()'s cache (copies of a plan share it; one stream uses them)
   size_t workspace_bytes_ = 0;
   int64_t engine_ = -1;
   bool deterministic_ = true;
