@@ -48,24 +48,28 @@ std::vector<Shape> Sequential::shapes(const Shape& in) const {
   return out;
 }
 
-int64_t Sequential::forward_flops(const Shape& in) const {
-  int64_t f = 0;
+namespace {
+
+// The sum of `count(layer, its input shape)` over the layers, for input `in`.
+int64_t sum_over_layers(const std::vector<std::unique_ptr<Module>>& layers, const Shape& in,
+                        int64_t (Module::*count)(const Shape&) const) {
+  int64_t total = 0;
   Shape s = in;
-  for (const auto& l : layers_) {
-    f += l->forward_flops(s);
+  for (const auto& l : layers) {
+    total += ((*l).*count)(s);
     s = l->output_shape(s);
   }
-  return f;
+  return total;
+}
+
+}  // namespace
+
+int64_t Sequential::forward_flops(const Shape& in) const {
+  return sum_over_layers(layers_, in, &Module::forward_flops);
 }
 
 int64_t Sequential::forward_traffic(const Shape& in) const {
-  int64_t t = 0;
-  Shape s = in;
-  for (const auto& l : layers_) {
-    t += l->forward_traffic(s);
-    s = l->output_shape(s);
-  }
-  return t;
+  return sum_over_layers(layers_, in, &Module::forward_traffic);
 }
 
 void Sequential::set_compute_dtype(DType dtype) {
