@@ -19,7 +19,9 @@
 # benchmarks: convnet at batch 1024 and resnet50 at 224x224, batch 128, against
 # PyTorch (eager and torch.compile, scripts/bench/torch_gpu.py), plus the floor
 # (matmul TFLOP/s, copy bandwidth). Timings land in OUT_DIR/bench.jsonl, and as
-# a table of lockstep beside PyTorch in OUT_DIR/bench_table.md.
+# a table of lockstep beside PyTorch and the step's floors in
+# OUT_DIR/bench_table.md; what the convolution races chose, in
+# OUT_DIR/race_summary.txt.
 # Writes OUT_DIR/summary.txt (one line per step: PASS/FAIL/SKIP, seconds) and a
 # log per step; exits non-zero when any step failed.
 set -uo pipefail
@@ -355,6 +357,8 @@ for f in "$OUT"/bench-*.jsonl; do grep -h '"summary"' "$f" 2>/dev/null; done >> 
 # ... and as a Markdown table, lockstep beside PyTorch (scripts/gpu/bench_table.py).
 if compgen -G "$OUT/bench-*.jsonl" > /dev/null; then
   host_env "$PY" "$ROOT/scripts/gpu/bench_table.py" "$OUT" > "$OUT/bench_table.md" 2>&1 && cat "$OUT/bench_table.md"
+  # ... and what the convolution races bought, by their own timing (scripts/gpu/race_summary.py).
+  host_env "$PY" "$ROOT/scripts/gpu/race_summary.py" "$OUT" > "$OUT/race_summary.txt" 2>&1 && cat "$OUT/race_summary.txt"
 fi
 
 echo "check.sh: $(grep -c PASS "$SUMMARY") passed, $(grep -c FAIL "$SUMMARY") failed, $(grep -c SKIP "$SUMMARY") skipped; logs in $OUT" | tee -a "$SUMMARY"

@@ -1,0 +1,104 @@
+"""What the convolution races of a scripts/gpu/check.sh run bought.
+
+lockstep's benchmark steps log at debug level, and with --cudnn-benchmark
+each convolution race (ops/conv2d_cuda.cu: cuDNN's legacy algorithm against
+its graph-API plans, per layer, direction and batch size) logs one line:
+
+  conv2d (cuda) [N, C, H, W] -> [OC, OH, OW], kernel KxK stride S pad P, PREC[ nhwc], DIRECTION:
+    legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D); kept engine E|the legacy algorithm
+
+(one line; or ending "; no graph-API plan passes the rules", " gave an inf or
+NaN; the next call races again" or "; no memory to race the plans (...)").
+For each OUT_DIR/bench.*.log with such lines this prints, per direction and
+in total: the races, how many a plan won, the engines left out for
+disagreeing, and the summed time of the legacy algorithms against that of
+the contenders kept, per run of every raced layer once -- for a model trained
+at one batch size, about the convolutions' share of one step, by the races'
+own timing.
+
+  python3 scripts/gpu/race_summary.py OUT_DIR
+"""
+import glob
+import os
+import re
+import sys
+
+LINE = re.compile(r"^(?:\[rank \d+/\d+\] )?conv2d \(cuda\) .*?, (fp32|bf16|fp16)( nhwc)?, "
+                  r"(forward|backward data|backward filter): legacy algorithm (-?\d+)(.*)$")
+DIRECTIONS = ("forward", "backward data", "backward filter")
+
+
+def parse(rest):
+    """(legacy ms or None, {engine: ms}, left-out count, kept engine or None, outcome)."""
+    legacy_ms = None
+    m = re.match(r"^ ([0-9.eE+-]+) ms", rest)
+    if m:
+        legacy_ms = float(m.group(1))
+    times = {int(e): float(t) for e, t in re.findall(r"; engine (-?\d+) ([0-9.eE+-]+) ms", rest)}
+    left_out = len(re.findall(r"; engine -?\d+ left out \(disagreement", rest))
+    kept = re.search(r"; kept (?:engine (-?\d+)|the legacy algorithm)$", rest)
+    if kept:
+        return legacy_ms, times, left_out, (int(kept.group(1)) if kept.group(1) else None), "kept"
+    if "no graph-API plan passes the rules" in rest:
+        return None, {}, 0, None, "no plan"
+    if "gave an inf or NaN" in rest:
+        return None, {}, 0, None, "retry"
+    if "no memory to race the plans" in rest:
+        return None, {}, 0, None, "no memory"
+    return None, {}, 0, None, "unknown"
+
+
+def summarise(path):
+    per = {d: {"races": 0, "won": 0, "left_out": 0, "legacy_ms": 0.0, "kept_ms": 0.0, "untimed": 0}
+           for d in DIRECTIONS}
+    found = 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = LINE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            found += 1
+            d = per[m.group(3)]
+            legacy_ms, times, left_out, kept, outcome = parse(m.group(5))
+            d["races"] += 1
+            d["left_out"] += left_out
+            if outcome != "kept" or legacy_ms is None:
+                d["untimed"] += 1  # nothing timed: no plan, every plan left out, a retry, no memory
+                continue
+            if kept is not None:
+                d["won"] += 1
+                if kept not in times:
+                    sys.exit(f"race_summary.py: {path}: the kept engine {kept} has no time: {line.strip()}")
+            d["legacy_ms"] += legacy_ms
+            d["kept_ms"] += times[kept] if kept is not None else legacy_ms
+    return found, per
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        sys.exit("usage: race_summary.py OUT_DIR (a scripts/gpu/check.sh output directory)")
+    any_found = False
+    for path in sorted(glob.glob(os.path.join(sys.argv[1], "bench.*.log"))):
+        found, per = summarise(path)
+        if not found:
+            continue
+        any_found = True
+        print(f"{os.path.basename(path)[:-len('.log')]}:")
+        total = {"races": 0, "won": 0, "left_out": 0, "legacy_ms": 0.0, "kept_ms": 0.0, "untimed": 0}
+        for name in DIRECTIONS:
+            d = per[name]
+            for k in total:
+                total[k] += d[k]
+            if d["races"]:
+                print(f"  {name:15s} {d['races']:3d} races, a plan won {d['won']:3d}, {d['left_out']:2d} left out, "
+                      f"{d['untimed']:2d} untimed; legacy {d['legacy_ms']:8.3f} ms -> kept {d['kept_ms']:8.3f} ms")
+        t = total
+        print(f"  {'all':15s} {t['races']:3d} races, a plan won {t['won']:3d}, {t['left_out']:2d} left out, "
+              f"{t['untimed']:2d} untimed; legacy {t['legacy_ms']:8.3f} ms -> kept {t['kept_ms']:8.3f} ms")
+    if not any_found:
+        print("race_summary.py: no convolution race lines (lockstep logs them with --cudnn-benchmark "
+              "--log-level debug)")
+
+
+if __name__ == "__main__":
+    main()
