@@ -12,7 +12,8 @@
 // Max-pool windows that tile the input (k == stride, no padding, no leftover
 // rows or columns) take a scatter instead: one thread per output writes its
 // window (NHWC: 16 bytes of channels at a time when C and the pointers allow),
-// with the same bits.
+// with the same bits. The NHWC max-pool forward also takes 16 bytes of
+// channels per thread when C and the pointers allow, with the same bits.
 // NHWC global average pooling: one thread per (image, channel) sums the hw
 // positions in order in double, exactly the CPU's sum, so it is bitwise too.
 // The kernels are templated on the storage type T of x, y, dy, dx (float,
@@ -139,6 +140,58 @@ __global__ void maxpool_forward_kernel(Geometry g, const T* x, T* y, int32_t* ar
   const int64_t o = item * g.oh * g.ow * cs + j;
   store(y, o, best);  // an input value: exact in T
   argmax[o] = bi;
+}
+
+// The same in NHWC 16 bytes at a time (cuda/pack.cuh): a thread takes kV
+// consecutive channels of one output pixel and keeps each channel's maximum
+// and its pixel exactly as above (strict >, row-major order), so y and argmax
+// are bitwise the scalar kernel's. j: pack index within the image.
+template <typename T>
+__global__ void maxpool_forward_nhwc_vec_kernel(Geometry g, const T* x, T* y, int32_t* argmax) {
+  using P = cuda::Pack<T>;
+  using I = cuda::Pack<int32_t>;  // 4 argmax values: kV (4 or 8) is a multiple
+  constexpr int kV = P::kV;
+  const int packs = g.c / kV;
+  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (j >= g.oh * g.ow * packs) return;
+  const int p = j / packs, c0 = (j - p * packs) * kV;
+  const int64_t item = blockIdx.x;
+  const T* xp = x + item * g.h * g.w * g.c + c0;
+  const int oy = p / g.ow, ox = p - oy * g.ow;
+  const int y0 = max(oy * g.stride - g.pad, 0), y1 = min(oy * g.stride - g.pad + g.k, g.h);
+  const int x0 = max(ox * g.stride - g.pad, 0), x1 = min(ox * g.stride - g.pad + g.k, g.w);
+  float best[kV];
+  int bi[kV];
+  const P first = *reinterpret_cast<const P*>(xp + static_cast<int64_t>(y0 * g.w + x0) * g.c);
+#pragma unroll
+  for (int e = 0; e < kV; ++e) {
+    best[e] = load(first.e, e);
+    bi[e] = y0 * g.w + x0;
+  }
+  for (int iy = y0; iy < y1; ++iy)
+    for (int ix = x0; ix < x1; ++ix) {
+      const P v = *reinterpret_cast<const P*>(xp + static_cast<int64_t>(iy * g.w + ix) * g.c);
+#pragma unroll
+      for (int e = 0; e < kV; ++e) {
+        const float f = load(v.e, e);
+        if (f > best[e]) {
+          best[e] = f;
+          bi[e] = iy * g.w + ix;
+        }
+      }
+    }
+  const int64_t o = (item * g.oh * g.ow + p) * g.c + c0;
+  P out;
+#pragma unroll
+  for (int e = 0; e < kV; ++e) store(out.e, e, best[e]);  // input values: exact in T
+  *reinterpret_cast<P*>(y + o) = out;
+#pragma unroll
+  for (int q = 0; q < kV; q += I::kV) {
+    I a;
+#pragma unroll
+    for (int e = 0; e < I::kV; ++e) a.e[e] = bi[q + e];
+    *reinterpret_cast<I*>(argmax + o + q) = a;
+  }
 }
 
 // dx[i] = sum of dy[o] over outputs o (ascending) with argmax[o] == i, summed
@@ -336,6 +389,12 @@ void maxpool_forward(const Pool2dShape& s, const T* x, T* y, int32_t* argmax, cu
   const Checked k = check_shape(s, "maxpool2d_forward");
   LS_REQUIRE(2 * s.pad <= s.k, "maxpool2d_forward (cuda): padding larger than half the kernel");
   if (k.items == 0 || s.oh * s.ow == 0) return;
+  if (k.nhwc && cuda::packable<T>(k.g.c, {x, y, argmax})) {
+    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * (k.g.c / cuda::Pack<T>::kV));
+    maxpool_forward_nhwc_vec_kernel<T><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
+    LS_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * k.g.c);
   if (k.nhwc)
     maxpool_forward_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);

@@ -360,14 +360,14 @@ const NhwcCase kNhwcMaxCases[] = {
     {2, 5, 8, 8, 2, 2, 0},     // the CPU's 2x2 shape
     {3, 1, 9, 7, 2, 2, 0},     // odd sizes, c = 1
     {2, 5, 15, 15, 3, 2, 1},   // ResNet's 3x3 stride-2 pad-1
-    {2, 64, 16, 16, 3, 2, 1},  // ResNet's stem channels: several warps per pixel row
+    {2, 64, 16, 16, 3, 2, 1},  // ResNet's stem channels: several warps per pixel row (forward packed)
     {2, 5, 10, 11, 3, 1, 1},   // stride 1, heavy overlap
     {3, 13, 9, 9, 3, 3, 0},    // non-overlapping 3x3
     {2, 3, 6, 6, 4, 2, 2},     // padding = k / 2
     {4, 300, 1, 1, 1, 1, 0},   // 1x1 images, c > one block of threads
-    {2, 16, 8, 8, 2, 2, 0},    // tiling windows, c a multiple of the 16-byte pack (backward: packed scatter)
+    {2, 16, 8, 8, 2, 2, 0},    // tiling windows, c a multiple of the 16-byte pack (packed forward and scatter)
     {2, 8, 6, 6, 3, 3, 0},     // tiling 3x3 windows, packed for fp32 and 16 bits
-    {2, 24, 7, 7, 2, 2, 0},    // packable c, but a leftover row and column: the gather
+    {2, 24, 7, 7, 2, 2, 0},    // packable c, but a leftover row and column: packed forward, the gather
 };
 
 const NhwcCase kNhwcAvgCases[] = {
