@@ -113,7 +113,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   const Shape sample = model_->batch_shape(1);
   const StepFloor floor = step_floor(
       model_->net().forward_flops(sample), model_->net().forward_traffic(sample), sample.numel(), micro_batch_, K,
-      model_->params().numel(), static_cast<int>(opt_->state().size()),
+      model_->params().numel(), static_cast<int>(opt_->state_count()),
       c_.device == "cuda" && c_.precision != "fp32" ? 2 : 4);
   nlohmann::json summary = {
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},

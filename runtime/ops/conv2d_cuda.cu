@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <exception>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "core/throw.h"
-#include "tensor/allocator.h"
 #include "cuda/check.h"
 #include "ops/conv2d_epilogue_cuda.h"
 #include "ops/conv_plan.h"
 #include "ops/disagreement.h"
 #include "ops/disagreement_cuda.h"
 #include "ops/layout_cuda.h"
+#include "tensor/allocator.h"
 
 namespace lockstep::ops {
 namespace {
@@ -164,9 +164,10 @@ struct Conv2dCuda::Impl {
     bool provisional = false;  // heuristics standing in for a search inside a capture: not cached
   };
   std::map<int64_t, Choice> chosen_for;
-  // 16-bit under ConvSearch::Benchmark: per direction (ConvDirection's order)
-  // and batch size, the graph-API plan that beat the legacy algorithm in the
-  // timed race (nullopt: the legacy algorithm won, or no plan passed the rules).
+  // Under ConvSearch::Benchmark: per direction (ConvDirection's order) and
+  // batch size, the graph-API plan that beat the legacy algorithm in the timed
+  // race (nullopt: the legacy algorithm won, no plan passed the rules, or there
+  // was no memory to race).
   std::array<std::map<int64_t, std::optional<ConvPlan>>, 3> plan_for;
 
   ~Impl() {

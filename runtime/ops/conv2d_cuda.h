@@ -114,7 +114,7 @@ class Conv2dCuda {
     size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
     bool deterministic = true;  // all three are CUDNN_DETERMINISTIC
     bool benchmarked = false;   // chosen by timing (cudnnFind*), not by the heuristics
-    // 16-bit under ConvSearch::Benchmark, once a direction was raced at this
+    // Under ConvSearch::Benchmark, once a direction was raced at this
     // batch size (its first call): the cuDNN graph-API engine (global index)
     // that computes it when it beat the legacy algorithm in the timed race,
     // else -1 (the direction's *_bytes are then that plan's workspace, and

@@ -47,6 +47,8 @@ class Optimizer {
   // checkpoints. Allocated (zero) at their first use: a rank whose optimizer
   // is sharded before then never holds the whole state.
   std::vector<std::pair<std::string, Tensor*>> state();
+  // How many state tensors it keeps (SGD with momentum 1, Adam 2, plain SGD 0); allocates nothing.
+  size_t state_count() { return state_slots().size(); }
   // ZeRO-1: from now on update only the `owned` elements of the flat buffers
   // (sorted, disjoint ranges) and keep only their state: each state tensor
   // becomes [total owned] with the owned elements' current values (zeros if
