@@ -17,6 +17,7 @@
 #include "cuda/float16.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
+#include "cuda/pack.cuh"
 
 namespace lockstep::ops {
 namespace {
@@ -49,20 +50,44 @@ int64_t reduce_splits(int64_t channels, int64_t m) {
 // used: the pass is memory-bound), add(v, off, acc) adds it, in element order.
 // T is the storage type of x, y, dy (float, bf16 or half); values are widened
 // to fp32 exactly on load, so every type runs the same fp32/fp64 arithmetic.
+//
+// Channels-last, W channels at a time (cuda/pack.cuh; W = 1 is the scalar
+// case): Packs<W> holds the packs of one row's W channels the op reads,
+// load_pack(i) reads pack i of them, and add_pack(p, i, c0, acc) adds channel
+// c0 + e's value to acc[e * kOut + k] with add()'s expressions, writing pack i
+// back where it changed it. packable(C) says whether W = 16 bytes' worth fits
+// C and every pointer.
 template <typename T>
 struct SumOp {
   static constexpr int kOut = 1;
+  using Elem = T;
   const T* __restrict__ x;
   struct V {
     float x;
   };
   __device__ V load_at(int64_t off, int64_t) const { return {load(x, off)}; }
   __device__ void add(const V& v, int64_t, double* acc) const { acc[0] += v.x; }
+
+  template <int W>
+  struct Packs {
+    cuda::Pack<T, W> x;
+  };
+  template <int W>
+  __device__ Packs<W> load_pack(int64_t i) const {
+    return {reinterpret_cast<const cuda::Pack<T, W>*>(x)[i]};
+  }
+  template <int W>
+  __device__ void add_pack(Packs<W>& p, int64_t, int64_t, double* acc) const {
+#pragma unroll
+    for (int e = 0; e < W; ++e) acc[e] += load(p.x.e, e);
+  }
+  bool packable(int64_t channels) const { return cuda::packable<T>(channels, {x}); }
 };
 
 template <typename T>
 struct CenteredSumsqOp {
   static constexpr int kOut = 1;
+  using Elem = T;
   const T* __restrict__ x;
   const float* mean;
   struct V {
@@ -73,11 +98,30 @@ struct CenteredSumsqOp {
   __device__ void add(const V& v, int64_t, double* acc) const {
     acc[0] += static_cast<double>(v.d) * static_cast<double>(v.d);
   }
+
+  template <int W>
+  struct Packs {
+    cuda::Pack<T, W> x;
+  };
+  template <int W>
+  __device__ Packs<W> load_pack(int64_t i) const {
+    return {reinterpret_cast<const cuda::Pack<T, W>*>(x)[i]};
+  }
+  template <int W>
+  __device__ void add_pack(Packs<W>& p, int64_t, int64_t c0, double* acc) const {
+#pragma unroll
+    for (int e = 0; e < W; ++e) {
+      const float d = load(p.x.e, e) - mean[c0 + e];
+      acc[e] += static_cast<double>(d) * static_cast<double>(d);
+    }
+  }
+  bool packable(int64_t channels) const { return cuda::packable<T>(channels, {x}); }
 };
 
 template <typename T>
 struct BackwardReduceOp {
   static constexpr int kOut = 2;
+  using Elem = T;
   const T* __restrict__ x;
   const T* __restrict__ y;
   T* __restrict__ dy;
@@ -97,6 +141,39 @@ struct BackwardReduceOp {
     acc[0] += v.g;
     acc[1] += static_cast<double>(v.g) * static_cast<double>(v.xmu);
   }
+
+  template <int W>
+  struct Packs {
+    cuda::Pack<T, W> dy, y, x;
+  };
+  template <int W>
+  __device__ Packs<W> load_pack(int64_t i) const {
+    Packs<W> p;
+    p.dy = reinterpret_cast<const cuda::Pack<T, W>*>(dy)[i];
+    if (relu) p.y = reinterpret_cast<const cuda::Pack<T, W>*>(y)[i];
+    p.x = reinterpret_cast<const cuda::Pack<T, W>*>(x)[i];
+    return p;
+  }
+  // A masked pack is stored whole, its other values unchanged (their bits as loaded).
+  template <int W>
+  __device__ void add_pack(Packs<W>& p, int64_t i, int64_t c0, double* acc) const {
+    bool masked = false;
+#pragma unroll
+    for (int e = 0; e < W; ++e) {
+      float g = load(p.dy.e, e);
+      const float yv = relu ? load(p.y.e, e) : 1.f;
+      const float xmu = load(p.x.e, e) - mean[c0 + e];
+      if (relu && !(yv > 0.f)) {
+        g = 0.f;
+        store(p.dy.e, e, 0.f);
+        masked = true;
+      }
+      acc[e * 2] += g;
+      acc[e * 2 + 1] += static_cast<double>(g) * static_cast<double>(xmu);
+    }
+    if (masked) reinterpret_cast<cuda::Pack<T, W>*>(dy)[i] = p.dy;
+  }
+  bool packable(int64_t channels) const { return cuda::packable<T>(channels, {dy, relu ? y : nullptr, x}); }
 };
 
 // One thread's kUnroll values of channel c at off[u] (where in[u]): every
@@ -182,12 +259,14 @@ __global__ void channel_finish_kernel(int64_t channels, int64_t splits, int outp
 }
 
 // Channels-last (hw == 1: the view [N*H*W, C, 1], channel c of row j at
-// j * C + c). Grid [ceil(C / 32), splits], blocks of 32 x kRowThreads: thread
-// (tx, ty) sums channel c = 32 * blockIdx.x + tx over rows begin + ty,
+// j * C + c). Grid [ceil(C / W / 32), splits], blocks of 32 x kRowThreads:
+// thread (tx, ty) sums the W channels of pack 32 * blockIdx.x + tx (W = 16
+// bytes' worth when the op is packable, else 1) over rows begin + ty,
 // begin + ty + kRowThreads, ... of its slice in double, so a warp reads 32
-// neighbouring channels of one row (coalesced) where the plane kernel would
-// read one channel with a stride of C. The kRowThreads sums of a channel are
-// then added in ty order: the order depends only on the shape.
+// neighbouring packs of one row (coalesced) where the plane kernel would read
+// one channel with a stride of C. The kRowThreads sums of a channel are then
+// added in ty order: the order depends only on the shape, not on W, so both
+// instances give the same bits.
 constexpr int kRowThreads = 8;
 
 int64_t reduce_splits_nhwc(int64_t channels, int64_t m) {
@@ -197,36 +276,47 @@ int64_t reduce_splits_nhwc(int64_t channels, int64_t m) {
   return std::min<int64_t>({by_work, by_grid, 65535});
 }
 
-template <typename Op>
+template <typename Op, int W>
 __global__ void channel_partials_nhwc_kernel(int64_t channels, int64_t m, int64_t splits, Op op, double* partial) {
   constexpr int K = Op::kOut;
-  __shared__ double sh[K][kRowThreads][32];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
+  __shared__ double sh[K][kRowThreads][32][W];
+  const int64_t packs = channels / W;
+  const int64_t pk = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x, s = blockIdx.y;
   const int64_t end = m * (s + 1) / splits;
-  double acc[K];
-  for (int k = 0; k < K; ++k) acc[k] = 0;
-  if (c < channels) {
+  double acc[W * K];
+#pragma unroll
+  for (int i = 0; i < W * K; ++i) acc[i] = 0;
+  if (pk < packs) {
     int64_t j = m * s / splits + threadIdx.y;
     while (j < end) {
-      int64_t off[kUnroll];
+      // kUnroll rows' loads in flight together, then the sums in row order.
+      typename Op::template Packs<W> p[kUnroll];
       bool in[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        in[u] = j < end;
-        off[u] = j * channels + c;
-        j += kRowThreads;
+        const int64_t row = j + int64_t{u} * kRowThreads;
+        in[u] = row < end;
+        if (in[u]) p[u] = op.template load_pack<W>(row * packs + pk);
       }
-      load_then_add(op, off, in, c, acc);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (in[u]) op.template add_pack<W>(p[u], (j + int64_t{u} * kRowThreads) * packs + pk, pk * W, acc);
+      j += int64_t{kUnroll} * kRowThreads;
     }
   }
-  for (int k = 0; k < K; ++k) sh[k][threadIdx.y][threadIdx.x] = acc[k];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < W; ++e) sh[k][threadIdx.y][threadIdx.x][e] = acc[e * K + k];
   __syncthreads();
-  if (threadIdx.y == 0 && c < channels)
-    for (int k = 0; k < K; ++k) {
-      double t = 0;
-      for (int r = 0; r < kRowThreads; ++r) t += sh[k][r][threadIdx.x];
-      partial[(k * channels + c) * splits + s] = t;
-    }
+  if (threadIdx.y == 0 && pk < packs)
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        double t = 0;
+        for (int r = 0; r < kRowThreads; ++r) t += sh[k][r][threadIdx.x][e];
+        partial[(k * channels + pk * W + e) * splits + s] = t;
+      }
 }
 
 template <typename Op>
@@ -243,8 +333,14 @@ void channel_reduce(cuda::Context& ctx, const BatchNormShape& s, const Op& op, d
   const int64_t splits = nhwc ? reduce_splits_nhwc(s.c, m) : reduce_splits(s.c, m);
   auto* partial = static_cast<double*>(ctx.workspace(static_cast<size_t>(K * s.c * splits) * sizeof(double)));
   if (nhwc) {
-    const dim3 grid(static_cast<unsigned>((s.c + 31) / 32), static_cast<unsigned>(splits));
-    channel_partials_nhwc_kernel<Op><<<grid, dim3(32, kRowThreads), 0, stream>>>(s.c, m, splits, op, partial);
+    constexpr int kV = cuda::Pack<typename Op::Elem>::kV;
+    if (op.packable(s.c)) {
+      const dim3 grid(static_cast<unsigned>((s.c / kV + 31) / 32), static_cast<unsigned>(splits));
+      channel_partials_nhwc_kernel<Op, kV><<<grid, dim3(32, kRowThreads), 0, stream>>>(s.c, m, splits, op, partial);
+    } else {
+      const dim3 grid(static_cast<unsigned>((s.c + 31) / 32), static_cast<unsigned>(splits));
+      channel_partials_nhwc_kernel<Op, 1><<<grid, dim3(32, kRowThreads), 0, stream>>>(s.c, m, splits, op, partial);
+    }
   } else {
     const dim3 grid(static_cast<unsigned>(s.c), static_cast<unsigned>(splits));
     channel_partials_kernel<Op><<<grid, kThreads, 0, stream>>>(s.c, s.hw, m, splits, op, partial);

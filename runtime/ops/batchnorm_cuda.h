@@ -27,10 +27,11 @@
 // Channels-last activations (--layout nhwc) come as the shape {N*H*W, C, 1}
 // (hw == 1): the apply passes then run one thread per element (channel
 // i % C), and the reductions put neighbouring channels on neighbouring threads
-// (a warp reads 32 channels of one row), each thread summing its channel over
-// a strided set of rows; slices and their order again depend only on the
-// shape, so the sums are deterministic, and equal to NCHW's up to the order
-// of fp64 additions.
+// (a warp reads 32 channels of one row, or 32 packs of 16 bytes -- 8 bf16 or
+// 4 fp32 channels each -- when C and the pointers allow), each thread summing
+// its channels over a strided set of rows; slices and their order again
+// depend only on the shape (not on the channels per thread), so the sums are
+// deterministic, and equal to NCHW's up to the order of fp64 additions.
 //
 // Every function queues its work on the given stream (ctx's stream for the
 // reductions) and returns: asynchronous. All pointers are device memory.

@@ -55,6 +55,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "cuda/check.h"
@@ -139,10 +140,11 @@ std::vector<float> bn_input(const ops::BatchNormShape& s, uint64_t seed) {
 
 // hw == 1 is the channels-last view [N*H*W, C, 1] (--layout nhwc), which the
 // reductions handle with their own kernel: C below, at and above one warp's
-// 32 channels, and rows enough for several slices.
+// 32 channels, and rows enough for several slices; C = 32, 72 and 256 take
+// its 16-bytes-per-thread instance (72: a warp's tile of packs part-filled).
 const ops::BatchNormShape kShapes[] = {
     {1, 3, 49},  {3, 5, 1},    {4, 16, 196}, {2, 64, 3136}, {3, 7, 143},  {8, 3, 12544},
-    {16, 2, 3136}, {21, 37, 1}, {784, 32, 1}, {6272, 256, 1}, {50000, 3, 1},
+    {16, 2, 3136}, {21, 37, 1}, {784, 32, 1}, {6272, 256, 1}, {50000, 3, 1}, {300, 72, 1},
 };
 
 // The per-channel backward sums (sum dy, sum dy (x - mean)) of the GPU op
@@ -601,4 +603,76 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device pipeline matches the BatchNorm2d 
           LS_REQUIRE_PARITY(download(dx_), dxt.to_vector(), kLayerBackwardTol);
         }
       }
+}
+
+// The channels-last reductions take 16 bytes of channels per thread when C and
+// every pointer allow, else one channel; each channel is summed in the same
+// order either way, so the bits must agree. The same inputs at an address one
+// element past a 16-byte boundary force the one-channel kernel.
+TEST_CASE_METHOD(GpuFixture, "NHWC batchnorm reductions give the same bits 16 bytes or one channel per thread",
+                 "[batchnorm]") {
+  for (const DType dt : {DType::F32, DType::BF16, DType::F16})
+    for (const ops::BatchNormShape& s : {ops::BatchNormShape{6272, 256, 1}, ops::BatchNormShape{300, 72, 1}}) {
+      CAPTURE(dtype_name(dt), s.n, s.c);
+      const int64_t n = s.n * s.c, es = static_cast<int64_t>(size_of(dt));
+      // x, y, dy as dt bits (fp32: the floats' bits), each twice: at the start
+      // of a buffer (aligned) and one element in (not).
+      const auto bits_of = [&](const std::vector<float>& v) {
+        std::vector<uint8_t> b(static_cast<size_t>(n * es));
+        if (dt == DType::F32) {
+          std::memcpy(b.data(), v.data(), b.size());
+        } else {
+          const auto h = bits_16(dt, v);
+          std::memcpy(b.data(), h.data(), b.size());
+        }
+        return b;
+      };
+      const auto x = bits_of(bn_input(s, 71)), y = bits_of(random_vector(n, 72)), dy = bits_of(random_vector(n, 73));
+      const auto mean = random_vector(s.c, 74, -3.f, 3.f);
+      Tensor mean_ = upload(Shape{s.c}, mean);
+      // One device buffer per array with room for the one-element shift.
+      const auto place = [&](const std::vector<uint8_t>& b, int64_t shift) {
+        Tensor t = device_zeros(Shape{(n + 1) * es}, DType::U8);
+        settle();
+        LS_CUDA_CHECK(cudaMemcpy(static_cast<char*>(t.raw_data()) + shift * es, b.data(), b.size(),
+                                 cudaMemcpyHostToDevice));
+        return t;
+      };
+      struct Sums {
+        std::vector<double> sum, m2, sdy, sdyx;
+        std::vector<uint8_t> dy_masked;
+      };
+      const auto run = [&](int64_t shift) {
+        Tensor x_ = place(x, shift), y_ = place(y, shift), dy_ = place(dy, shift);
+        const auto at = [&](const Tensor& t) { return static_cast<char*>(t.raw_data()) + shift * es; };
+        Tensor sum_ = device_zeros(Shape{s.c}, DType::F64), m2_ = device_zeros(Shape{s.c}, DType::F64);
+        Tensor sdy_ = device_zeros(Shape{s.c}, DType::F64), sdyx_ = device_zeros(Shape{s.c}, DType::F64);
+        settle();
+        if (dt == DType::F32) {
+          ops::batchnorm_sum_cuda(ctx, s, reinterpret_cast<const float*>(at(x_)), sum_.data<double>());
+          ops::batchnorm_centered_sumsq_cuda(ctx, s, reinterpret_cast<const float*>(at(x_)), mean_.data<float>(),
+                                             m2_.data<double>());
+          ops::batchnorm_backward_reduce_cuda(ctx, s, reinterpret_cast<const float*>(at(x_)),
+                                              reinterpret_cast<const float*>(at(y_)),
+                                              reinterpret_cast<float*>(at(dy_)), /*relu=*/true, mean_.data<float>(),
+                                              sdy_.data<double>(), sdyx_.data<double>());
+        } else {
+          ops::batchnorm_sum_16_cuda(dt, ctx, s, at(x_), sum_.data<double>());
+          ops::batchnorm_centered_sumsq_16_cuda(dt, ctx, s, at(x_), mean_.data<float>(), m2_.data<double>());
+          ops::batchnorm_backward_reduce_16_cuda(dt, ctx, s, at(x_), at(y_), at(dy_), /*relu=*/true,
+                                                 mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
+        }
+        Sums r{download_f64(*this, sum_), download_f64(*this, m2_), download_f64(*this, sdy_),
+               download_f64(*this, sdyx_), std::vector<uint8_t>(static_cast<size_t>(n * es))};
+        LS_CUDA_CHECK(cudaMemcpy(r.dy_masked.data(), at(dy_), r.dy_masked.size(), cudaMemcpyDeviceToHost));
+        return r;
+      };
+      const Sums packed = run(0), single = run(1);
+      CHECK(packed.sum == single.sum);
+      CHECK(packed.m2 == single.m2);
+      CHECK(packed.sdy == single.sdy);
+      CHECK(packed.sdyx == single.sdyx);
+      CHECK(packed.dy_masked == single.dy_masked);
+      CHECK(packed.dy_masked != dy);  // the ReLU mask changed something
+    }
 }
