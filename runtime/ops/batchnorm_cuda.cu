@@ -57,17 +57,11 @@ int64_t reduce_splits(int64_t channels, int64_t m) {
 // c0 + e's value to acc[e * kOut + k] with add()'s expressions, writing pack i
 // back where it changed it. packable(C) says whether W = 16 bytes' worth fits
 // C and every pointer.
+// The packed reads of an op that reads x alone (its base).
 template <typename T>
-struct SumOp {
-  static constexpr int kOut = 1;
+struct ReadsX {
   using Elem = T;
   const T* __restrict__ x;
-  struct V {
-    float x;
-  };
-  __device__ V load_at(int64_t off, int64_t) const { return {load(x, off)}; }
-  __device__ void add(const V& v, int64_t, double* acc) const { acc[0] += v.x; }
-
   template <int W>
   struct Packs {
     cuda::Pack<T, W> x;
@@ -75,47 +69,45 @@ struct SumOp {
   template <int W>
   __device__ Packs<W> load_pack(int64_t i) const {
     return {reinterpret_cast<const cuda::Pack<T, W>*>(x)[i]};
-  }
-  template <int W>
-  __device__ void add_pack(Packs<W>& p, int64_t, int64_t, double* acc) const {
-#pragma unroll
-    for (int e = 0; e < W; ++e) acc[e] += load(p.x.e, e);
   }
   bool packable(int64_t channels) const { return cuda::packable<T>(channels, {x}); }
 };
 
 template <typename T>
-struct CenteredSumsqOp {
+struct SumOp : ReadsX<T> {
   static constexpr int kOut = 1;
-  using Elem = T;
-  const T* __restrict__ x;
+  struct V {
+    float x;
+  };
+  __device__ V load_at(int64_t off, int64_t) const { return {load(this->x, off)}; }
+  __device__ void add(const V& v, int64_t, double* acc) const { acc[0] += v.x; }
+  template <int W>
+  __device__ void add_pack(typename ReadsX<T>::template Packs<W>& p, int64_t, int64_t, double* acc) const {
+#pragma unroll
+    for (int e = 0; e < W; ++e) acc[e] += load(p.x.e, e);
+  }
+};
+
+template <typename T>
+struct CenteredSumsqOp : ReadsX<T> {
+  static constexpr int kOut = 1;
   const float* mean;
   struct V {
     float d;
   };
   // fp32 deviation as on the CPU; its square exact in double
-  __device__ V load_at(int64_t off, int64_t c) const { return {load(x, off) - mean[c]}; }
+  __device__ V load_at(int64_t off, int64_t c) const { return {load(this->x, off) - mean[c]}; }
   __device__ void add(const V& v, int64_t, double* acc) const {
     acc[0] += static_cast<double>(v.d) * static_cast<double>(v.d);
   }
-
   template <int W>
-  struct Packs {
-    cuda::Pack<T, W> x;
-  };
-  template <int W>
-  __device__ Packs<W> load_pack(int64_t i) const {
-    return {reinterpret_cast<const cuda::Pack<T, W>*>(x)[i]};
-  }
-  template <int W>
-  __device__ void add_pack(Packs<W>& p, int64_t, int64_t c0, double* acc) const {
+  __device__ void add_pack(typename ReadsX<T>::template Packs<W>& p, int64_t, int64_t c0, double* acc) const {
 #pragma unroll
     for (int e = 0; e < W; ++e) {
       const float d = load(p.x.e, e) - mean[c0 + e];
       acc[e] += static_cast<double>(d) * static_cast<double>(d);
     }
   }
-  bool packable(int64_t channels) const { return cuda::packable<T>(channels, {x}); }
 };
 
 template <typename T>
@@ -451,13 +443,13 @@ void check_channels(int64_t channels, const char* op) {
 
 void batchnorm_sum_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, double* sum) {
   check_shape(s, "batchnorm_sum");
-  channel_reduce(ctx, s, SumOp<float>{x}, sum, nullptr);
+  channel_reduce(ctx, s, SumOp<float>{{x}}, sum, nullptr);
 }
 
 void batchnorm_centered_sumsq_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* mean,
                                    double* m2) {
   check_shape(s, "batchnorm_centered_sumsq");
-  channel_reduce(ctx, s, CenteredSumsqOp<float>{x, mean}, m2, nullptr);
+  channel_reduce(ctx, s, CenteredSumsqOp<float>{{x}, mean}, m2, nullptr);
 }
 
 void batchnorm_backward_reduce_cuda(cuda::Context& ctx, const BatchNormShape& s, const float* x, const float* y,
@@ -470,7 +462,7 @@ void batchnorm_sum_16_cuda(DType dt, cuda::Context& ctx, const BatchNormShape& s
   check_shape(s, "batchnorm_sum_16");
   cuda::dispatch_16bit(dt, [&](auto tag) {
     using T = decltype(tag);
-    channel_reduce(ctx, s, SumOp<T>{static_cast<const T*>(x)}, sum, nullptr);
+    channel_reduce(ctx, s, SumOp<T>{{static_cast<const T*>(x)}}, sum, nullptr);
   });
 }
 
@@ -479,7 +471,7 @@ void batchnorm_centered_sumsq_16_cuda(DType dt, cuda::Context& ctx, const BatchN
   check_shape(s, "batchnorm_centered_sumsq_16");
   cuda::dispatch_16bit(dt, [&](auto tag) {
     using T = decltype(tag);
-    channel_reduce(ctx, s, CenteredSumsqOp<T>{static_cast<const T*>(x), mean}, m2, nullptr);
+    channel_reduce(ctx, s, CenteredSumsqOp<T>{{static_cast<const T*>(x)}, mean}, m2, nullptr);
   });
 }
 
