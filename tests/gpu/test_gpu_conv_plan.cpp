@@ -11,10 +11,13 @@
 // Bounds, in ops/disagreement.h's measure against the CPU: every 16-bit
 // candidate within 4 x disagreement_bound_16 (bf16 2^-4, fp16 2^-7), so each
 // computes the convolution (an indexing error is off by O(1) on this scale);
-// every fp32 candidate within 1 x disagreement_bound_f32 (2^-13), which an
-// engine reading TF32 inputs would exceed; the race inside Conv2dCuda admits
-// only plans within 1 x of the legacy algorithm, and its results are checked
-// at that bound. Some engines round partial sums
+// every fp32 candidate within 2 x disagreement_bound_f32 (2.4e-4): room for
+// FFT or Winograd engines, whose transforms round (not measured here yet),
+// while an engine reading TF32 inputs is at 4.3e-4 or more (the CPU test of
+// the bound). The race inside Conv2dCuda admits only plans within 1 x of the
+// legacy algorithm; its 16-bit results are checked at that bound against the
+// CPU, its fp32 results at twice it (the legacy algorithm it is measured
+// against may itself be an FFT or Winograd one). Some engines round partial sums
 // in the 16-bit type without saying so: on an H100 (2026-11-24) filter-gradient
 // engine 17 on the NCHW 5x5 case was 0.0079 from the CPU in fp16 (the race's
 // bound: 0.0078), and 5.4e-2 of max(1, |dw|) in bf16. The per-candidate checks
@@ -110,7 +113,7 @@ TEST_CASE_METHOD(GpuFixture, "every graph-API convolution plan matches the CPU",
           const auto x = held_values(dt, nx, seed += 10), dy = held_values(dt, ny, seed + 1),
                      w = held_values(dt, nw, seed + 2);
           const CpuResults cpu = cpu_results(s, x, w, dy);
-          const double bound = dt == DType::F32 ? ops::disagreement_bound_f32() : 4 * race_bound(dt);
+          const double bound = dt == DType::F32 ? 2 * ops::disagreement_bound_f32() : 4 * race_bound(dt);
 
           // Device operands in the layout's memory order (NHWC: the filter [OC, KH, KW, C]).
           Tensor x_ = to_device(*this, dt, nhwc ? reorder(x, s.n, s.g.c, s.g.h * s.g.w, true) : x);
@@ -184,7 +187,7 @@ TEST_CASE_METHOD(GpuFixture, "conv2d after the timed races matches the CPU and r
       const ops::Conv2dShape s = plan_shape(kPlanCases[0]);
       const bool nhwc = layout == Layout::NHWC;
       CAPTURE(dtype_name(dt), nhwc);
-      const double bound = race_bound(dt);
+      const double bound = dt == DType::F32 ? 2 * race_bound(dt) : race_bound(dt);
       const int64_t nx = s.n * s.g.c * s.g.h * s.g.w, ny = s.n * s.oc * s.g.p(), nw = s.oc * s.g.k();
       const auto x = held_values(dt, nx, 41), w = held_values(dt, nw, 42), dy = held_values(dt, ny, 43);
       const CpuResults cpu = cpu_results(s, x, w, dy);
