@@ -197,7 +197,7 @@ struct Conv2dCuda::Impl {
             return yp;
           },
           [&](void* out, void* ws) { legacy_forward(ctx, xp, wk, out, ws); },
-          [&](const ConvPlan& p, void* out, void* ws) { p.run(ctx.cudnn(), xp, wk, out, ws); });
+          [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, wk, out, ws); });
     const ConvPlan* fplan = plan(ConvDirection::Forward);
     char* block = static_cast<char*>(ctx.workspace(wbytes + (fplan ? fplan->workspace_bytes() : algos.forward_bytes)));
     void* ws = block + wbytes;
@@ -242,7 +242,7 @@ struct Conv2dCuda::Impl {
           ctx, ConvDirection::BackwardFilter, weights, dws_bytes, algos.backward_filter_bytes,
           [&](char* block) { return static_cast<void*>(block); },
           [&](void* out, void* ws) { legacy_filter_grad(ctx, xp, dyp, out, ws, algos.backward_filter_bytes); },
-          [&](const ConvPlan& p, void* out, void* ws) { p.run(ctx.cudnn(), xp, dyp, out, ws); });
+          [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, dyp, out, ws); });
     const void* wk = wp;
     if (dxp && race_pending(ctx, ConvDirection::BackwardData))
       race(
@@ -252,7 +252,7 @@ struct Conv2dCuda::Impl {
             return dxp;
           },
           [&](void* out, void* ws) { legacy_data_grad(ctx, wk, dyp, out, ws, algos.backward_data_bytes); },
-          [&](const ConvPlan& p, void* out, void* ws) { p.run(ctx.cudnn(), wk, dyp, out, ws); });
+          [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), wk, dyp, out, ws); });
 
     const ConvPlan* fplan = plan(ConvDirection::BackwardFilter);
     const ConvPlan* dplan = dxp ? plan(ConvDirection::BackwardData) : nullptr;
@@ -349,7 +349,8 @@ struct Conv2dCuda::Impl {
   //   setup(block): fills that prefix once the block is sized for every
   //   contender, and returns where the output goes -- the caller's own output
   //   (y, dx) or its scratch (dws), which the caller's real call overwrites
-  //   afterwards; legacy(out, ws) and run(plan, out, ws) write the output.
+  //   afterwards; legacy(out, ws) and run(plan, out, ws) write the output
+  //   (run returns cuDNN's status: a plan that does not run is left out).
   // The legacy output is the reference: a plan enters the race only if its
   // output agrees with it (ops/disagreement.h, measured on the device; the
   // 16-bit or the fp32 bound): some engines round partial sums in the 16-bit
@@ -404,14 +405,20 @@ struct Conv2dCuda::Impl {
     std::vector<size_t> entered;
     std::string left_out;
     for (size_t i = 0; i < plans.size(); ++i) {
-      run(plans[i], got.data(), ws);
+      const cudnnStatus_t status = run(plans[i], got.data(), ws);
+      if (status != CUDNN_STATUS_SUCCESS) {
+        (void)cudaGetLastError();  // a launch error cuDNN reported is not left for the next check
+        left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (did not run: " +
+                    cudnnGetErrorString(status) + ")";
+        continue;
+      }
       const double d = disagreement_cuda(ctx, dt, out, got.data(), count, rms);
       if (d > bound) {
         left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (disagreement " + number(d) + ")";
         continue;
       }
       entered.push_back(i);
-      runs.push_back([&, i] { run(plans[i], got.data(), ws); });
+      runs.push_back([&, i] { LS_CUDNN_CHECK(run(plans[i], got.data(), ws)); });
     }
     std::vector<float> ms;
     const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3, &ms) : 0;

@@ -252,6 +252,11 @@ struct ConvPlan::Pack {
 };
 
 void ConvPlan::run(cudnnHandle_t handle, const void* in0, const void* in1, void* out, void* workspace) const {
+  LS_CUDNN_CHECK(try_run(handle, in0, in1, out, workspace));
+}
+
+cudnnStatus_t ConvPlan::try_run(cudnnHandle_t handle, const void* in0, const void* in1, void* out,
+                                void* workspace) const {
   // The run's pointers by tensor: x, w, y (one of them the output), then the workspace.
   std::array<void*, 4> addresses{};
   switch (dir_) {
@@ -274,7 +279,7 @@ void ConvPlan::run(cudnnHandle_t handle, const void* in0, const void* in1, void*
     fresh.ready = true;
     *pack_ = std::move(fresh);
   }
-  LS_CUDNN_CHECK(cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack_->pack.get()));
+  return cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack_->pack.get());
 }
 
 size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps,

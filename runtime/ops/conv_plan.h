@@ -73,6 +73,10 @@ class ConvPlan {
   // they repeat, as a training step's persistent buffers do: no descriptor
   // is made per call in the steady state.
   void run(cudnnHandle_t handle, const void* in0, const void* in1, void* out, void* workspace) const;
+  // The same, returning cuDNN's status instead of throwing on a failure (a
+  // race tries each plan once this way: a plan that finalized but does not
+  // run is left out, not fatal).
+  cudnnStatus_t try_run(cudnnHandle_t handle, const void* in0, const void* in1, void* out, void* workspace) const;
 
   struct Descriptors;  // the backend descriptors (conv_plan.cpp)
   struct Pack;         // the last variant pack and its addresses (conv_plan.cpp)

@@ -5,13 +5,14 @@ each convolution race (ops/conv2d_cuda.cu: cuDNN's legacy algorithm against
 its graph-API plans, per layer, direction and batch size) logs one line:
 
   conv2d (cuda) [N, C, H, W] -> [OC, OH, OW], kernel KxK stride S pad P, PREC[ nhwc], DIRECTION:
-    legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D); kept engine E|the legacy algorithm
+    legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D | did not run: STATUS);
+    kept engine E|the legacy algorithm
 
 (one line; or ending "; no graph-API plan passes the rules", " gave an inf or
 NaN; the next call races again" or "; no memory to race the plans (...)").
 For each OUT_DIR/bench.*.log with such lines this prints, per direction and
-in total: the races, how many a plan won, the engines left out for
-disagreeing, and the summed time of the legacy algorithms against that of
+in total: the races, how many a plan won, the engines left out (they
+disagreed, or did not run), and the summed time of the legacy algorithms against that of
 the contenders kept, per run of every raced layer once -- for a model trained
 at one batch size, about the convolutions' share of one step, by the races'
 own timing.
@@ -35,7 +36,7 @@ def parse(rest):
     if m:
         legacy_ms = float(m.group(1))
     times = {int(e): float(t) for e, t in re.findall(r"; engine (-?\d+) ([0-9.eE+-]+) ms", rest)}
-    left_out = len(re.findall(r"; engine -?\d+ left out \(disagreement", rest))
+    left_out = len(re.findall(r"; engine -?\d+ left out \((?:disagreement|did not run)", rest))
     kept = re.search(r"; kept (?:engine (-?\d+)|the legacy algorithm)$", rest)
     if kept:
         return legacy_ms, times, left_out, (int(kept.group(1)) if kept.group(1) else None), "kept"
