@@ -479,6 +479,8 @@ TrainSummary Trainer::run() {
         // With --cuda-graph the collectives run inside the replayed graph, out of
         // the host's sight: only eager and capture steps can be measured.
         if (!c_.cuda_graph || !dev_->last_step_replayed()) sum.comm_wait_seconds += dopt_->last_comm_wait_seconds();
+      } else {
+        sum.warmup_seconds += std::chrono::duration<double>(now - tick).count();
       }
       tick = now;
       // Every rank decides from the same counters, so checkpoints are taken at the same step.

@@ -63,6 +63,8 @@ struct TrainSummary {
   double comm_wait_seconds = 0;  // step() waiting for gradient reduction, same steps as images_per_sec
   double data_wait_seconds = 0;  // the loop waiting for its next batch (PrefetchLoader::next), same steps
   double measured_seconds = 0;   // training time those figures cover
+  double warmup_seconds = 0;     // the host time of the warm-up steps left out of them (GPU: cuDNN's searches
+                                 // and races with --cudnn-benchmark, graph captures)
   bool reached_target = false;   // --target-accuracy reached (then training stopped early)
   int stopped_by = 0;            // the signal whose stop request ended training early (all ranks agreed), or 0
 };

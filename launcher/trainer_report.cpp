@@ -119,7 +119,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
       {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
       {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"benchmark_input", c_.benchmark_input},
-      {"ms_per_step", ms_per_step},
+      {"ms_per_step", ms_per_step}, {"warmup_seconds", sum.warmup_seconds},
       {"floor_flops_per_step", floor.flops}, {"floor_bytes_per_step", floor.bytes},
       {"lr", effective_lr(c_, global_batch_)},
       {"reached_target", sum.reached_target}, {"images_per_sec", sum.images_per_sec},

@@ -93,7 +93,7 @@ grep -qE '^benchmark: lenet on \[1, 28, 28\] samples, batch 32 per rank x 1 rank
 jq_py "$WORK/bench.jsonl" '
 e = [r for r in recs if r["type"] == "epoch"]; s = recs[-1]
 assert s["type"] == "summary" and s["benchmark"] is True and s["eval"] is False, s
-assert s["steps"] == 12 and s["images_per_sec"] > 0 and s["ms_per_step"] > 0, s
+assert s["steps"] == 12 and s["images_per_sec"] > 0 and s["ms_per_step"] > 0 and s["warmup_seconds"] > 0, s
 assert abs(s["ms_per_step"] / 1e3 - 32 / s["images_per_sec"]) < 1e-9, s
 assert len(e) == 2 and all(r["test_acc"] == 0 and r["test_loss"] == 0 for r in e), e
 assert s["windows"] == 0 and s["window_steps"] == 10, s
