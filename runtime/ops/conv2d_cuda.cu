@@ -10,10 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cmath>
-#include <cstdio>
-#include <exception>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,9 +20,7 @@
 #include "ops/conv2d_epilogue_cuda.h"
 #include "ops/conv_plan.h"
 #include "ops/disagreement.h"
-#include "ops/disagreement_cuda.h"
 #include "ops/layout_cuda.h"
-#include "tensor/allocator.h"
 
 namespace lockstep::ops {
 namespace {
@@ -112,12 +106,6 @@ cudnnDataType_t cudnn_type(ConvData d) {
 bool is_16bit(ConvData d) { return d != ConvData::F32; }
 DType dtype_16(ConvData d) { return d == ConvData::BF16 ? DType::BF16 : DType::F16; }
 const char* data_name(ConvData d) { return d == ConvData::BF16 ? "bf16" : d == ConvData::F16 ? "fp16" : "fp32"; }
-// A time or a disagreement for a race report: 3 significant digits.
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -190,14 +178,13 @@ struct Conv2dCuda::Impl {
     const size_t wbytes = weight_scratch_bytes(size_of(dtype()));
     const void* wk = wp;
     if (race_pending(ctx, ConvDirection::Forward))
-      race(
-          ctx, ConvDirection::Forward, batch * oc * g.oh * g.ow, wbytes, algos.forward_bytes,
-          [&](char* block) {
-            wk = weight_for_cudnn(ctx, wp, block);
-            return yp;
-          },
-          [&](void* out, void* ws) { legacy_forward(ctx, xp, wk, out, ws); },
-          [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, wk, out, ws); });
+      race(ctx, ConvDirection::Forward, batch * oc * g.oh * g.ow, wbytes, algos.forward_bytes,
+           {[&](char* block) -> void* {
+              wk = weight_for_cudnn(ctx, wp, block);
+              return yp;
+            },
+            [&](void* out, void* ws) { legacy_forward(ctx, xp, wk, out, ws); },
+            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, wk, out, ws); }});
     const ConvPlan* fplan = plan(ConvDirection::Forward);
     char* block = static_cast<char*>(ctx.workspace(wbytes + (fplan ? fplan->workspace_bytes() : algos.forward_bytes)));
     void* ws = block + wbytes;
@@ -238,21 +225,19 @@ struct Conv2dCuda::Impl {
     conv_mask_and_bias_grad_cuda(ctx, dt, layout, batch, oc, g.oh * g.ow, yp, dyp, db, accumulate, relu);
     const size_t dws_bytes = aligned(static_cast<size_t>(weights) * size_of(dt));
     if (race_pending(ctx, ConvDirection::BackwardFilter))
-      race(
-          ctx, ConvDirection::BackwardFilter, weights, dws_bytes, algos.backward_filter_bytes,
-          [&](char* block) { return static_cast<void*>(block); },
-          [&](void* out, void* ws) { legacy_filter_grad(ctx, xp, dyp, out, ws, algos.backward_filter_bytes); },
-          [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, dyp, out, ws); });
+      race(ctx, ConvDirection::BackwardFilter, weights, dws_bytes, algos.backward_filter_bytes,
+           {[&](char* block) -> void* { return block; },
+            [&](void* out, void* ws) { legacy_filter_grad(ctx, xp, dyp, out, ws, algos.backward_filter_bytes); },
+            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, dyp, out, ws); }});
     const void* wk = wp;
     if (dxp && race_pending(ctx, ConvDirection::BackwardData))
-      race(
-          ctx, ConvDirection::BackwardData, batch * g.c * g.h * g.w, dws_bytes, algos.backward_data_bytes,
-          [&](char* block) {
-            wk = weight_for_cudnn(ctx, wp, block);
-            return dxp;
-          },
-          [&](void* out, void* ws) { legacy_data_grad(ctx, wk, dyp, out, ws, algos.backward_data_bytes); },
-          [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), wk, dyp, out, ws); });
+      race(ctx, ConvDirection::BackwardData, batch * g.c * g.h * g.w, dws_bytes, algos.backward_data_bytes,
+           {[&](char* block) -> void* {
+              wk = weight_for_cudnn(ctx, wp, block);
+              return dxp;
+            },
+            [&](void* out, void* ws) { legacy_data_grad(ctx, wk, dyp, out, ws, algos.backward_data_bytes); },
+            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), wk, dyp, out, ws); }});
 
     const ConvPlan* fplan = plan(ConvDirection::BackwardFilter);
     const ConvPlan* dplan = dxp ? plan(ConvDirection::BackwardData) : nullptr;
@@ -341,99 +326,26 @@ struct Conv2dCuda::Impl {
   }
 
   // The race for direction `dir` at the prepared batch size, on this call's
-  // inputs: the graph API's engine configurations (up to 8 that pass
-  // ConvPlan's rules under this policy) against the legacy algorithm. The
-  // winner is kept for the batch size (plan_for).
+  // inputs (race_plans, ops/conv_plan.h): the graph API's engine
+  // configurations (up to 8 that pass ConvPlan's rules under this policy)
+  // against the legacy algorithm, admitted by agreement with it (the 16-bit
+  // or the fp32 bound). The outcome is kept for the batch size (plan_for)
+  // unless the reference had an inf or NaN: the next call races again.
   //   count: elements of the direction's output; prefix: bytes the caller
-  //   keeps at the start of the workspace block (an NHWC weight, dws);
-  //   setup(block): fills that prefix once the block is sized for every
-  //   contender, and returns where the output goes -- the caller's own output
-  //   (y, dx) or its scratch (dws), which the caller's real call overwrites
-  //   afterwards; legacy(out, ws) and run(plan, out, ws) write the output
-  //   (run returns cuDNN's status: a plan that does not run is left out).
-  // The legacy output is the reference: a plan enters the race only if its
-  // output agrees with it (ops/disagreement.h, measured on the device; the
-  // 16-bit or the fp32 bound): some engines round partial sums in the 16-bit
-  // type, and a wrong engine is never kept. A reference with an inf or NaN
-  // (an fp16 loss scale still too high) decides nothing: the next call tries
-  // again. The plans' outputs go to a second buffer of `count` elements from
-  // the caching allocator, held for the race only (out of memory for it: the
-  // legacy algorithm is kept). Synchronises the stream, as cudnnFind* does.
-  template <typename Setup, typename Legacy, typename RunPlan>
-  void race(cuda::Context& ctx, ConvDirection dir, int64_t count, size_t prefix, size_t legacy_bytes, Setup setup,
-            Legacy legacy, RunPlan run) {
+  //   keeps at the start of the workspace block (an NHWC weight, dws); calls:
+  //   see RaceCalls. Synchronises the stream, as cudnnFind* does.
+  void race(cuda::Context& ctx, ConvDirection dir, int64_t count, size_t prefix, size_t legacy_bytes,
+            const RaceCalls& calls) {
     const cuda::ConvPolicy& policy = ctx.conv_policy();
-    const cuda::ConvReport& report = ctx.conv_report();
-    auto& decided = plan_for[static_cast<size_t>(dir)];
     const ConvPlanShape shape{n, g.c, g.h, g.w, oc, g.kh, g.kw, g.oh, g.ow, g.pad, g.stride, layout == Layout::NHWC};
     std::vector<ConvPlan> plans = ConvPlan::candidates(ctx.cudnn(), dir, cudnn_type(data), shape,
                                                        policy.deterministic, policy.workspace_limit,
                                                        /*max_candidates=*/8);
     const std::string what = describe(n) + ", " + data_name(data) + (layout == Layout::NHWC ? " nhwc, " : ", ") +
                              direction_name(dir) + ": legacy algorithm " + std::to_string(legacy_algorithm(dir));
-    if (plans.empty()) {
-      decided.emplace(n, std::nullopt);
-      if (report) report(what + "; no graph-API plan passes the rules");
-      return;
-    }
-    size_t bytes = legacy_bytes;
-    for (const ConvPlan& p : plans) bytes = std::max(bytes, p.workspace_bytes());
-    char* block = static_cast<char*>(ctx.workspace(prefix + bytes));
-    void* const out = setup(block);
-    void* const ws = block + prefix;
-    const DType dt = dtype();
-    legacy(out, ws);
-    const double rms = rms_cuda(ctx, dt, out, count);
-    if (!std::isfinite(rms)) {
-      if (report) report(what + " gave an inf or NaN; the next call races again");
-      return;
-    }
-
-    // The plans' output buffer. Without the memory for it (a model that only
-    // just fits) the legacy algorithm is kept: the race is an optimisation.
-    std::optional<Storage> got_block;
-    try {
-      got_block.emplace(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
-    } catch (const std::exception& e) {  // lockstep::Error from the allocator (core/error.h is not for nvcc)
-      decided.emplace(n, std::nullopt);
-      if (report) report(what + "; no memory to race the plans (" + e.what() + ")");
-      return;
-    }
-    const Storage& got = *got_block;
     const double bound = is_16bit(data) ? disagreement_bound_16(data == ConvData::BF16) : disagreement_bound_f32();
-    std::vector<std::function<void()>> runs{[&] { legacy(got.data(), ws); }};
-    std::vector<size_t> entered;
-    std::string left_out;
-    for (size_t i = 0; i < plans.size(); ++i) {
-      const cudnnStatus_t status = run(plans[i], got.data(), ws);
-      if (status != CUDNN_STATUS_SUCCESS) {
-        (void)cudaGetLastError();  // a launch error cuDNN reported is not left for the next check
-        left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (did not run: " +
-                    cudnnGetErrorString(status) + ")";
-        continue;
-      }
-      const double d = disagreement_cuda(ctx, dt, out, got.data(), count, rms);
-      if (d > bound) {
-        left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (disagreement " + number(d) + ")";
-        continue;
-      }
-      entered.push_back(i);
-      runs.push_back([&, i] { LS_CUDNN_CHECK(run(plans[i], got.data(), ws)); });
-    }
-    std::vector<float> ms;
-    const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3, &ms) : 0;
-    if (report) {
-      std::string line = what + (ms.empty() ? "" : " " + number(ms[0]) + " ms");
-      for (size_t j = 0; j < entered.size(); ++j)
-        line += "; engine " + std::to_string(plans[entered[j]].engine()) + " " + number(ms[j + 1]) + " ms";
-      line += left_out + "; kept " +
-              (best > 0 ? "engine " + std::to_string(plans[entered[best - 1]].engine())
-                        : std::string("the legacy algorithm"));
-      report(line);
-    }
-    std::optional<ConvPlan> winner;
-    if (best > 0) winner = std::move(plans[entered[best - 1]]);
-    decided.emplace(n, std::move(winner));
+    RaceOutcome outcome = race_plans(ctx, std::move(plans), dtype(), bound, count, prefix, legacy_bytes, what, calls);
+    if (outcome.decided) plan_for[static_cast<size_t>(dir)].emplace(n, std::move(outcome.winner));
   }
 
   // The legacy algorithm chosen for direction `dir` (a cudnnConvolution*Algo_t).

@@ -4,12 +4,17 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 
-#include "core/throw.h"
+#include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/stream.h"
+#include "ops/disagreement_cuda.h"
+#include "tensor/allocator.h"
 
 namespace lockstep::ops {
 
@@ -280,6 +285,83 @@ cudnnStatus_t ConvPlan::try_run(cudnnHandle_t handle, const void* in0, const voi
     *pack_ = std::move(fresh);
   }
   return cudnnBackendExecute(handle, static_cast<cudnnBackendDescriptor_t>(plan_.get()), pack_->pack.get());
+}
+
+namespace {
+
+// A time or a disagreement for a race report: 3 significant digits.
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
+RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt, double bound, int64_t count,
+                       size_t prefix, size_t legacy_bytes, const std::string& what, const RaceCalls& calls) {
+  const cuda::ConvReport& report = ctx.conv_report();
+  RaceOutcome outcome;
+  if (plans.empty()) {
+    outcome.decided = true;
+    if (report) report(what + "; no graph-API plan passes the rules");
+    return outcome;
+  }
+  size_t bytes = legacy_bytes;
+  for (const ConvPlan& p : plans) bytes = std::max(bytes, p.workspace_bytes());
+  char* block = static_cast<char*>(ctx.workspace(prefix + bytes));
+  void* const out = calls.setup(block);
+  void* const ws = block + prefix;
+  calls.legacy(out, ws);
+  const double rms = rms_cuda(ctx, dt, out, count);
+  if (!std::isfinite(rms)) {
+    if (report) report(what + " gave an inf or NaN; the next call races again");
+    return outcome;
+  }
+  outcome.decided = true;
+
+  // The plans' output buffer. Without the memory for it (a model that only
+  // just fits) the legacy algorithm is kept: the race is an optimisation.
+  std::optional<Storage> got_block;
+  try {
+    got_block.emplace(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
+  } catch (const Error& e) {
+    if (report) report(what + "; no memory to race the plans (" + e.what() + ")");
+    return outcome;
+  }
+  void* const got = got_block->data();
+  std::vector<std::function<void()>> runs{[&] { calls.legacy(got, ws); }};
+  std::vector<size_t> entered;
+  std::string left_out;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const cudnnStatus_t status = calls.run(plans[i], got, ws);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      (void)cudaGetLastError();  // a launch error cuDNN reported is not left for the next check
+      left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (did not run: " +
+                  cudnnGetErrorString(status) + ")";
+      continue;
+    }
+    const double d = disagreement_cuda(ctx, dt, out, got, count, rms);
+    if (d > bound) {
+      left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (disagreement " + number(d) + ")";
+      continue;
+    }
+    entered.push_back(i);
+    runs.push_back([&, i] { LS_CUDNN_CHECK(calls.run(plans[i], got, ws)); });
+  }
+  std::vector<float> ms;
+  const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3, &ms) : 0;
+  if (report) {
+    std::string line = what + (ms.empty() ? "" : " " + number(ms[0]) + " ms");
+    for (size_t j = 0; j < entered.size(); ++j)
+      line += "; engine " + std::to_string(plans[entered[j]].engine()) + " " + number(ms[j + 1]) + " ms";
+    line += left_out + "; kept " +
+            (best > 0 ? "engine " + std::to_string(plans[entered[best - 1]].engine())
+                      : std::string("the legacy algorithm"));
+    report(line);
+  }
+  if (best > 0) outcome.winner = std::move(plans[entered[best - 1]]);
+  return outcome;
 }
 
 size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps,

@@ -1,6 +1,7 @@
 // One convolution direction through cuDNN's graph (backend) API: the
 // candidate execution plans for one layer shape and batch size, in the order
-// of cuDNN's heuristics, and the fastest of them by timing.
+// of cuDNN's heuristics, and the timed race that admits them by agreement
+// with the legacy algorithm and keeps the fastest (race_plans).
 //
 // Why not the legacy cudnnConvolution{Forward,BackwardData,BackwardFilter}
 // calls alone: each of their few algorithms runs with one engine
@@ -39,7 +40,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include "cuda/context.h"
+#include "tensor/dtype.h"
 
 namespace lockstep::ops {
 
@@ -91,6 +97,36 @@ class ConvPlan {
   int64_t engine_ = -1;
   bool deterministic_ = true;
 };
+
+// A timed race between the legacy algorithm of one convolution direction and
+// `plans` (Conv2dCuda's, under --cudnn-benchmark), on the call's own inputs.
+// Each plan is run once into a second buffer of `count` elements of `dt` (from
+// the context's caching allocator, held for the race only) and admitted only
+// if it runs and its output agrees with the legacy one -- the reference --
+// within `bound` (ops/disagreement.h, measured on the device with
+// ops/disagreement_cuda.h): some engines round partial sums in a 16-bit type,
+// and a wrong engine is never kept. The legacy algorithm and the admitted
+// plans are then timed (fastest_of, 3 runs each). The workspace block is
+// sized for every contender, `prefix` bytes first for the caller (an NHWC
+// weight, a weight-gradient scratch):
+struct RaceCalls {
+  // Fills the caller's prefix of the block and returns where the legacy
+  // output goes: the call's own output (y, dx) or the prefix scratch, which
+  // the caller's real call overwrites afterwards.
+  std::function<void*(char* block)> setup;
+  std::function<void(void* out, void* workspace)> legacy;                          // the legacy call
+  std::function<cudnnStatus_t(const ConvPlan&, void* out, void* workspace)> run;  // ConvPlan::try_run
+};
+struct RaceOutcome {
+  bool decided = false;            // false: the reference had an inf or NaN (an fp16 loss scale too high)
+  std::optional<ConvPlan> winner;  // decided: the plan kept, or none (the legacy algorithm)
+};
+// No plans, or no memory for the second buffer: decided, the legacy algorithm
+// kept. `what` names the layer and direction in the line each race sends to
+// ctx.conv_report() (contenders and ms per run, engines left out and why, the
+// one kept). Synchronises ctx's stream.
+RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt, double bound, int64_t count,
+                       size_t prefix, size_t legacy_bytes, const std::string& what, const RaceCalls& calls);
 
 // The index of the fastest of `runs` (not empty; each queues work on
 // `stream`): each runs `reps` times between two events; synchronises the

@@ -89,13 +89,15 @@ Checked check_shape(const Pool2dShape& s, const char* op) {
   return {g, nhwc ? s.planes / c : s.planes, nhwc};
 }
 
-// Thread j of an item: pixel p (within the plane) and channel ch. NCHW: p = j,
-// ch = 0; NHWC: consecutive threads take consecutive channels.
-template <bool kNhwc>
+// Thread j of an item: pixel p (within the plane) and its first channel ch of
+// V (cuda/pack.cuh; V > 1 only in NHWC, with V dividing c). NCHW: p = j,
+// ch = 0; NHWC: consecutive threads take consecutive channels, V at a time.
+template <bool kNhwc, int V = 1>
 __device__ inline void split(int j, int c, int& p, int& ch) {
   if constexpr (kNhwc) {
-    p = j / c;
-    ch = j - p * c;
+    const int lanes = c / V;
+    p = j / lanes;
+    ch = (j - p * lanes) * V;
   } else {
     p = j;
     ch = 0;
@@ -114,65 +116,35 @@ __device__ inline void covering(int i, int k, int stride, int pad, int n, int& f
 // x [planes, h, w] -> y, argmax [planes, oh, ow] (NHWC: x [n, h, w, c] -> y,
 // argmax [n, oh, ow, c]). The window clipped to the input; the first maximum
 // in row-major order wins (strict >), as on the CPU; argmax is the pixel index
-// iy * w + ix in either layout.
-template <typename T, bool kNhwc>
+// iy * w + ix in either layout. A thread takes V channels of one output pixel
+// (NHWC, 16 bytes' worth when C and the pointers allow; else 1), each
+// compared on its own: the same y and argmax whatever V.
+template <typename T, bool kNhwc, int V>
 __global__ void maxpool_forward_kernel(Geometry g, const T* x, T* y, int32_t* argmax) {
+  using P = cuda::Pack<T, V>;
   const int cs = kNhwc ? g.c : 1;  // distance between a channel's neighbouring pixels
   const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (j >= g.oh * g.ow * cs) return;
+  if (j >= g.oh * g.ow * (cs / V)) return;
   int p, ch;
-  split<kNhwc>(j, g.c, p, ch);
+  split<kNhwc, V>(j, g.c, p, ch);
   const int64_t item = blockIdx.x;
   const T* xp = x + item * g.h * g.w * cs + ch;
   const int oy = p / g.ow, ox = p - oy * g.ow;
   const int y0 = max(oy * g.stride - g.pad, 0), y1 = min(oy * g.stride - g.pad + g.k, g.h);
   const int x0 = max(ox * g.stride - g.pad, 0), x1 = min(ox * g.stride - g.pad + g.k, g.w);
-  int bi = y0 * g.w + x0;
-  float best = load(xp, bi * cs);
-  for (int iy = y0; iy < y1; ++iy)
-    for (int ix = x0; ix < x1; ++ix) {
-      const float v = load(xp, (iy * g.w + ix) * cs);
-      if (v > best) {
-        best = v;
-        bi = iy * g.w + ix;
-      }
-    }
-  const int64_t o = item * g.oh * g.ow * cs + j;
-  store(y, o, best);  // an input value: exact in T
-  argmax[o] = bi;
-}
-
-// The same in NHWC 16 bytes at a time (cuda/pack.cuh): a thread takes kV
-// consecutive channels of one output pixel and keeps each channel's maximum
-// and its pixel exactly as above (strict >, row-major order), so y and argmax
-// are bitwise the scalar kernel's. j: pack index within the image.
-template <typename T>
-__global__ void maxpool_forward_nhwc_vec_kernel(Geometry g, const T* x, T* y, int32_t* argmax) {
-  using P = cuda::Pack<T>;
-  using I = cuda::Pack<int32_t>;  // 4 argmax values: kV (4 or 8) is a multiple
-  constexpr int kV = P::kV;
-  const int packs = g.c / kV;
-  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (j >= g.oh * g.ow * packs) return;
-  const int p = j / packs, c0 = (j - p * packs) * kV;
-  const int64_t item = blockIdx.x;
-  const T* xp = x + item * g.h * g.w * g.c + c0;
-  const int oy = p / g.ow, ox = p - oy * g.ow;
-  const int y0 = max(oy * g.stride - g.pad, 0), y1 = min(oy * g.stride - g.pad + g.k, g.h);
-  const int x0 = max(ox * g.stride - g.pad, 0), x1 = min(ox * g.stride - g.pad + g.k, g.w);
-  float best[kV];
-  int bi[kV];
-  const P first = *reinterpret_cast<const P*>(xp + static_cast<int64_t>(y0 * g.w + x0) * g.c);
+  float best[V];
+  int bi[V];
+  const P first = *reinterpret_cast<const P*>(xp + static_cast<int64_t>(y0 * g.w + x0) * cs);
 #pragma unroll
-  for (int e = 0; e < kV; ++e) {
+  for (int e = 0; e < V; ++e) {
     best[e] = load(first.e, e);
     bi[e] = y0 * g.w + x0;
   }
   for (int iy = y0; iy < y1; ++iy)
     for (int ix = x0; ix < x1; ++ix) {
-      const P v = *reinterpret_cast<const P*>(xp + static_cast<int64_t>(iy * g.w + ix) * g.c);
+      const P v = *reinterpret_cast<const P*>(xp + static_cast<int64_t>(iy * g.w + ix) * cs);
 #pragma unroll
-      for (int e = 0; e < kV; ++e) {
+      for (int e = 0; e < V; ++e) {
         const float f = load(v.e, e);
         if (f > best[e]) {
           best[e] = f;
@@ -180,17 +152,23 @@ __global__ void maxpool_forward_nhwc_vec_kernel(Geometry g, const T* x, T* y, in
         }
       }
     }
-  const int64_t o = (item * g.oh * g.ow + p) * g.c + c0;
+  const int64_t o = (item * g.oh * g.ow + p) * cs + ch;
   P out;
 #pragma unroll
-  for (int e = 0; e < kV; ++e) store(out.e, e, best[e]);  // input values: exact in T
+  for (int e = 0; e < V; ++e) store(out.e, e, best[e]);  // input values: exact in T
   *reinterpret_cast<P*>(y + o) = out;
+  if constexpr (V % 4 == 0) {  // 16 bytes of argmax at a time
+    using I = cuda::Pack<int32_t>;
 #pragma unroll
-  for (int q = 0; q < kV; q += I::kV) {
-    I a;
+    for (int q = 0; q < V; q += I::kV) {
+      I a;
 #pragma unroll
-    for (int e = 0; e < I::kV; ++e) a.e[e] = bi[q + e];
-    *reinterpret_cast<I*>(argmax + o + q) = a;
+      for (int e = 0; e < I::kV; ++e) a.e[e] = bi[q + e];
+      *reinterpret_cast<I*>(argmax + o + q) = a;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) argmax[o + e] = bi[e];
   }
 }
 
@@ -223,58 +201,38 @@ __global__ void maxpool_backward_kernel(Geometry g, const T* dy, const int32_t* 
 // Windows that tile the input (k == stride, no padding, h == oh * k and
 // w == ow * k, as convnet's 2x2 pools): every input element lies in exactly
 // one window, so dx is that window's dy at its argmax and zero elsewhere. One
-// thread per output element writes its window's k * k inputs, with the value
-// the gather above stores: 0 + dy (the CPU's zero-fill then add; -0 becomes
-// +0), rounded once. The gather reads dy and argmax once per input element
-// and divides per element; this reads them once per output.
-template <typename T, bool kNhwc>
+// thread per output pixel and V channels (as the forward) writes its window's
+// k * k inputs, with the value the gather above stores: 0 + dy (the CPU's
+// zero-fill then add; -0 becomes +0), rounded once. The gather reads dy and
+// argmax once per input element and divides per element; this reads them
+// once per output.
+template <typename T, bool kNhwc, int V>
 __global__ void maxpool_backward_tiled_kernel(Geometry g, const T* dy, const int32_t* argmax, T* dx) {
+  using P = cuda::Pack<T, V>;
   const int cs = kNhwc ? g.c : 1;
   const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (j >= g.oh * g.ow * cs) return;
+  if (j >= g.oh * g.ow * (cs / V)) return;
   int p, ch;
-  split<kNhwc>(j, g.c, p, ch);
+  split<kNhwc, V>(j, g.c, p, ch);
   const int64_t item = blockIdx.x;
-  const int64_t o = item * g.oh * g.ow * cs + j;
-  const float v = 0.f + load(dy, o);
-  const int a = argmax[o];
+  const int64_t o = (item * g.oh * g.ow + p) * cs + ch;
+  const P dyv = *reinterpret_cast<const P*>(dy + o);
+  float v[V];
+  int a[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    v[e] = 0.f + load(dyv.e, e);
+    a[e] = argmax[o + e];
+  }
   const int oy = p / g.ow, ox = p - oy * g.ow;
   T* dxp = dx + item * g.h * g.w * cs + ch;
   for (int ky = 0; ky < g.k; ++ky)
     for (int kx = 0; kx < g.k; ++kx) {
       const int i = (oy * g.k + ky) * g.w + ox * g.k + kx;
-      store(dxp, static_cast<int64_t>(i) * cs, i == a ? v : 0.f);
-    }
-}
-
-// The same in NHWC 16 bytes at a time (cuda/pack.cuh): a thread takes kV
-// consecutive channels of one output pixel. j: pack index within the image.
-template <typename T>
-__global__ void maxpool_backward_tiled_nhwc_vec_kernel(Geometry g, const T* dy, const int32_t* argmax, T* dx) {
-  constexpr int kV = cuda::Pack<T>::kV;
-  const int packs = g.c / kV;
-  const int j = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (j >= g.oh * g.ow * packs) return;
-  const int p = j / packs, c0 = (j - p * packs) * kV;
-  const int64_t item = blockIdx.x;
-  const int64_t o = (item * g.oh * g.ow + p) * g.c + c0;
-  const cuda::Pack<T> dyv = *reinterpret_cast<const cuda::Pack<T>*>(dy + o);
-  float v[kV];
-  int a[kV];
+      P out;
 #pragma unroll
-  for (int e = 0; e < kV; ++e) {
-    v[e] = 0.f + load(dyv.e, e);
-    a[e] = argmax[o + e];
-  }
-  const int oy = p / g.ow, ox = p - oy * g.ow;
-  T* dxp = dx + item * g.h * g.w * g.c + c0;
-  for (int ky = 0; ky < g.k; ++ky)
-    for (int kx = 0; kx < g.k; ++kx) {
-      const int i = (oy * g.k + ky) * g.w + ox * g.k + kx;
-      cuda::Pack<T> out;
-#pragma unroll
-      for (int e = 0; e < kV; ++e) store(out.e, e, i == a[e] ? v[e] : 0.f);
-      *reinterpret_cast<cuda::Pack<T>*>(dxp + static_cast<int64_t>(i) * g.c) = out;
+      for (int e = 0; e < V; ++e) store(out.e, e, i == a[e] ? v[e] : 0.f);
+      *reinterpret_cast<P*>(dxp + static_cast<int64_t>(i) * cs) = out;
     }
 }
 
@@ -389,17 +347,17 @@ void maxpool_forward(const Pool2dShape& s, const T* x, T* y, int32_t* argmax, cu
   const Checked k = check_shape(s, "maxpool2d_forward");
   LS_REQUIRE(2 * s.pad <= s.k, "maxpool2d_forward (cuda): padding larger than half the kernel");
   if (k.items == 0 || s.oh * s.ow == 0) return;
+  constexpr int kV = cuda::Pack<T>::kV;
   if (k.nhwc && cuda::packable<T>(k.g.c, {x, y, argmax})) {
-    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * (k.g.c / cuda::Pack<T>::kV));
-    maxpool_forward_nhwc_vec_kernel<T><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
-    LS_CUDA_CHECK_LAUNCH();
-    return;
+    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * (k.g.c / kV));
+    maxpool_forward_kernel<T, true, kV><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
+  } else {
+    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * k.g.c);
+    if (k.nhwc)
+      maxpool_forward_kernel<T, true, 1><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
+    else
+      maxpool_forward_kernel<T, false, 1><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
   }
-  const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * k.g.c);
-  if (k.nhwc)
-    maxpool_forward_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
-  else
-    maxpool_forward_kernel<T, false><<<pg.grid, pg.block, 0, stream>>>(k.g, x, y, argmax);
   LS_CUDA_CHECK_LAUNCH();
 }
 
@@ -408,18 +366,19 @@ void maxpool_backward(const Pool2dShape& s, const T* dy, const int32_t* argmax, 
   const Checked k = check_shape(s, "maxpool2d_backward");
   if (k.items == 0) return;
   const bool tiled = s.pad == 0 && s.k == s.stride && s.h == s.oh * s.k && s.w == s.ow * s.k;
+  constexpr int kV = cuda::Pack<T>::kV;
   if (tiled && k.nhwc && cuda::packable<T>(k.g.c, {dy, dx})) {
-    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * (k.g.c / cuda::Pack<T>::kV));
-    maxpool_backward_tiled_nhwc_vec_kernel<T><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
+    const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * (k.g.c / kV));
+    maxpool_backward_tiled_kernel<T, true, kV><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
     LS_CUDA_CHECK_LAUNCH();
     return;
   }
   if (tiled) {
     const PlaneGrid pg = plane_grid(k.items, s.oh * s.ow * k.g.c);
     if (k.nhwc)
-      maxpool_backward_tiled_kernel<T, true><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
+      maxpool_backward_tiled_kernel<T, true, 1><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
     else
-      maxpool_backward_tiled_kernel<T, false><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
+      maxpool_backward_tiled_kernel<T, false, 1><<<pg.grid, pg.block, 0, stream>>>(k.g, dy, argmax, dx);
     LS_CUDA_CHECK_LAUNCH();
     return;
   }
