@@ -355,9 +355,11 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
     std::string line = what + (ms.empty() ? "" : " " + number(ms[0]) + " ms");
     for (size_t j = 0; j < entered.size(); ++j)
       line += "; engine " + std::to_string(plans[entered[j]].engine()) + " " + number(ms[j + 1]) + " ms";
+    // The kept contender's time too: an engine can enter with several knob settings.
     line += left_out + "; kept " +
             (best > 0 ? "engine " + std::to_string(plans[entered[best - 1]].engine())
-                      : std::string("the legacy algorithm"));
+                      : std::string("the legacy algorithm")) +
+            (ms.empty() ? "" : " (" + number(ms[best]) + " ms)");
     report(line);
   }
   if (best > 0) outcome.winner = std::move(plans[entered[best - 1]]);

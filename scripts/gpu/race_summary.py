@@ -6,7 +6,7 @@ its graph-API plans, per layer, direction and batch size) logs one line:
 
   conv2d (cuda) [N, C, H, W] -> [OC, OH, OW], kernel KxK stride S pad P, PREC[ nhwc], DIRECTION:
     legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D | did not run: STATUS);
-    kept engine E|the legacy algorithm
+    kept engine E|the legacy algorithm (T ms)
 
 (one line; or ending "; no graph-API plan passes the rules", " gave an inf or
 NaN; the next call races again" or "; no memory to race the plans (...)").
@@ -30,23 +30,35 @@ DIRECTIONS = ("forward", "backward data", "backward filter")
 
 
 def parse(rest):
-    """(legacy ms or None, {engine: ms}, left-out count, kept engine or None, outcome)."""
+    """(legacy ms or None, kept ms or None, left-out count, whether a plan won, outcome).
+
+    One engine can enter a race several times (its knob settings are separate
+    plans), so the kept time is the one the line gives after "kept ...". Lines
+    from before it gave one are read by the race's own rule: the least time wins.
+    """
     legacy_ms = None
     m = re.match(r"^ ([0-9.eE+-]+) ms", rest)
     if m:
         legacy_ms = float(m.group(1))
-    times = {int(e): float(t) for e, t in re.findall(r"; engine (-?\d+) ([0-9.eE+-]+) ms", rest)}
+    times = [float(t) for t in re.findall(r"; engine -?\d+ ([0-9.eE+-]+) ms", rest)]
     left_out = len(re.findall(r"; engine -?\d+ left out \((?:disagreement|did not run)", rest))
-    kept = re.search(r"; kept (?:engine (-?\d+)|the legacy algorithm)$", rest)
+    kept = re.search(r"; kept (engine -?\d+|the legacy algorithm)(?: \(([0-9.eE+-]+) ms\))?$", rest)
     if kept:
-        return legacy_ms, times, left_out, (int(kept.group(1)) if kept.group(1) else None), "kept"
+        won = kept.group(1) != "the legacy algorithm"
+        if kept.group(2) is not None:
+            kept_ms = float(kept.group(2))
+        elif legacy_ms is not None:
+            kept_ms = min([legacy_ms] + times)
+        else:
+            kept_ms = None
+        return legacy_ms, kept_ms, left_out, won, "kept"
     if "no graph-API plan passes the rules" in rest:
-        return None, {}, 0, None, "no plan"
+        return None, None, 0, False, "no plan"
     if "gave an inf or NaN" in rest:
-        return None, {}, 0, None, "retry"
+        return None, None, 0, False, "retry"
     if "no memory to race the plans" in rest:
-        return None, {}, 0, None, "no memory"
-    return None, {}, 0, None, "unknown"
+        return None, None, 0, False, "no memory"
+    return None, None, 0, False, "unknown"
 
 
 def summarise(path):
@@ -60,18 +72,16 @@ def summarise(path):
                 continue
             found += 1
             d = per[m.group(3)]
-            legacy_ms, times, left_out, kept, outcome = parse(m.group(5))
+            legacy_ms, kept_ms, left_out, won, outcome = parse(m.group(5))
             d["races"] += 1
             d["left_out"] += left_out
             if outcome != "kept" or legacy_ms is None:
                 d["untimed"] += 1  # nothing timed: no plan, every plan left out, a retry, no memory
                 continue
-            if kept is not None:
+            if won:
                 d["won"] += 1
-                if kept not in times:
-                    sys.exit(f"race_summary.py: {path}: the kept engine {kept} has no time: {line.strip()}")
             d["legacy_ms"] += legacy_ms
-            d["kept_ms"] += times[kept] if kept is not None else legacy_ms
+            d["kept_ms"] += kept_ms
     return found, per
 
 

@@ -3,9 +3,10 @@
 # a log written here in the trainer's format (ops/conv2d_cuda.cu's report
 # lines among other output): per direction the races, the plans that won, the
 # engines left out (disagreeing or not running) and the legacy time against
-# the kept one; every outcome (a plan kept, the legacy kept, every plan left
-# out, no plan, a retry, no memory) counted; and a one-line answer when no log
-# has race lines.
+# the kept one (an engine entering twice with other knobs; a line from before
+# the kept time was logged, read by the race's least-time rule); every
+# outcome (a plan kept, the legacy kept, every plan left out, no plan, a
+# retry, no memory) counted; and a one-line answer when no log has race lines.
 # usage: race_summary.sh SCRIPT
 set -euo pipefail
 SCRIPT=$1
@@ -16,9 +17,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 L='conv2d (cuda) [1024, 128, 28, 28] -> [128, 28, 28], kernel 5x5 stride 1 pad 2, bf16 nhwc'
 cat > "$WORK/bench.convnet.lockstep.bf16.nhwc.log" <<LOG
 model: 1,014,922 parameters
-$L, forward: legacy algorithm 1 2 ms; engine 7 0.5 ms; engine 9 1.5 ms; kept engine 7
-$L, backward filter: legacy algorithm 3 5.92 ms; engine 17 left out (disagreement 0.0625); engine 20 0.93 ms; engine 5 left out (did not run: CUDNN_STATUS_NOT_SUPPORTED); kept engine 20
-$L, backward data: legacy algorithm 1 1 ms; engine 4 1.25 ms; kept the legacy algorithm
+$L, forward: legacy algorithm 1 2 ms; engine 7 0.5 ms; engine 9 1.5 ms; engine 7 0.75 ms; kept engine 7 (0.5 ms)
+$L, backward filter: legacy algorithm 3 5.92 ms; engine 17 left out (disagreement 0.0625); engine 20 0.93 ms; engine 5 left out (did not run: CUDNN_STATUS_NOT_SUPPORTED); engine 20 1.4 ms; kept engine 20
+$L, backward data: legacy algorithm 1 1 ms; engine 4 1.25 ms; kept the legacy algorithm (1 ms)
 $L, backward data: legacy algorithm 1; engine 4 left out (disagreement inf); kept the legacy algorithm
 $L, forward: legacy algorithm 0; no graph-API plan passes the rules
 $L, backward filter: legacy algorithm 3 gave an inf or NaN; the next call races again
