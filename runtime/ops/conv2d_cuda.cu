@@ -42,12 +42,31 @@ bool tensor_op_math(cudnnMathType_t m) {
 
 // What pick() accepts: tensor-op entries only when `tensor_ops` (16-bit);
 // scratch at most `limit` bytes; with `deterministic`, a first pass over
-// CUDNN_DETERMINISTIC entries only (cuda::ConvPolicy).
+// CUDNN_DETERMINISTIC entries only (cuda::ConvPolicy); Winograd and FFT
+// entries only when `transforms`.
 struct Rules {
   size_t limit = 0;
   bool tensor_ops = false;
   bool deterministic = true;
+  bool transforms = true;
 };
+
+// The algorithms that transform their operands (Winograd, FFT). In 16-bit
+// they round the transforms in the 16-bit type: a timed search on an H100
+// (2026-11-24) took fp16 WINOGRAD_NONFUSED for a 5x5 forward, 1.06e-2 off the
+// CPU (16 -> 32 channels, 12x12), where fp16 rounding alone is 2^-11.
+bool transforms(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
 
 // The first usable entry of a list (see the header): with rules.deterministic
 // a first pass takes deterministic entries only and a second any, else one
@@ -62,6 +81,7 @@ bool pick(const std::vector<Perf>& perf, int returned, const Rules& rules, Works
     for (int i = 0; i < returned; ++i) {
       const Perf& p = perf[static_cast<size_t>(i)];
       if (p.status != CUDNN_STATUS_SUCCESS || (!rules.tensor_ops && tensor_op_math(p.mathType))) continue;
+      if (!rules.transforms && transforms(p.algo)) continue;
       if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
       size_t need = 0;
       if (workspace_size(p.algo, p.mathType, &need) != CUDNN_STATUS_SUCCESS || need > rules.limit) continue;
@@ -409,7 +429,11 @@ struct Conv2dCuda::Impl {
     const cuda::ConvPolicy& policy = ctx.conv_policy();
     const bool benchmark = policy.search == cuda::ConvSearch::Benchmark;
     const bool find = benchmark && capture == cudaStreamCaptureStatusNone;
-    const Rules rules{policy.workspace_limit, is_16bit(data), policy.deterministic};
+    // 16-bit under the default (deterministic) policy leaves the transforms
+    // out: they are also the race's reference (ConvPlan), and one 1e-2 off
+    // would shut out every accurate plan. The any-algorithm policy keeps them.
+    const Rules rules{policy.workspace_limit, is_16bit(data), policy.deterministic,
+                      !is_16bit(data) || !policy.deterministic};
     // Before each list: 16-bit offers tensor-op algorithms (pick() then sets
     // each candidate's own math type); fp32 keeps FMA math (no TF32).
     const auto math_for_list = [&] {
