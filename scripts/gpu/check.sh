@@ -30,6 +30,13 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 B="$(cd "${2:-$ROOT/.gpu-bundle}" 2>/dev/null && pwd)" || { echo "check.sh: no bundle at ${2:-$ROOT/.gpu-bundle} (run scripts/gpu/pack.sh on a development machine and carry it)" >&2; exit 2; }
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
+# Several calls may share OUT_DIR, but only with one bundle: a lent machine can
+# keep /tmp from an earlier session, whose results would join this run's table.
+BUNDLE_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
+if [[ -f "$OUT/environment.txt" ]] && ! grep -qx "commit: $BUNDLE_COMMIT" "$OUT/environment.txt"; then
+  echo "check.sh: $OUT holds results of another bundle ($(grep -m1 '^commit: ' "$OUT/environment.txt")); give an empty or new directory" >&2
+  exit 2
+fi
 # pack.sh leaves bundle.tar.xz: unpack it next to a scratch copy (the carried
 # folder may be read-only).
 DATA="$B/data/fashion-mnist"
@@ -72,7 +79,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
+  echo "commit: $BUNDLE_COMMIT"
   host_env nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
   echo "cuda libraries: $cuda_path"
 } | tee "$OUT/environment.txt"
@@ -298,6 +305,10 @@ step bench.resnet50.lockstep.bf16.nhwc.graph bench_lockstep bench-resnet50-bf16-
                                          --layout nhwc --cuda-graph
 step bench.resnet50.torch.eager.bf16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
                                          --precision bf16 --channels-last
+# fp16 in NHWC: in NCHW PyTorch's fp16 row is 1.28x its bf16 one (H100, 2026-11-24), lockstep's the same as bf16.
+step bench.resnet50.lockstep.fp16.nhwc bench_lockstep bench-resnet50-fp16-nhwc resnet50 128 --precision fp16 --layout nhwc
+step bench.resnet50.torch.eager.fp16.nhwc host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
+                                         --precision fp16 --channels-last
 # Algorithm choice as PyTorch's: any cuDNN algorithm (atomics allowed) and up to
 # 8 GiB of scratch per call (FFT), against the deterministic 512 MiB default above.
 ANY=(--cudnn-nondeterministic --cudnn-workspace-mb 8192)
