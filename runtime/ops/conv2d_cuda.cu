@@ -18,12 +18,17 @@
 #include "core/throw.h"
 #include "cuda/check.h"
 #include "ops/conv2d_epilogue_cuda.h"
+#include "ops/conv_legacy_choice.h"
 #include "ops/conv_plan.h"
+#include "ops/conv_reference.h"
 #include "ops/disagreement.h"
 #include "ops/layout_cuda.h"
 
 namespace lockstep::ops {
 namespace {
+
+using legacy_choice::choose_one;
+using legacy_choice::Rules;
 
 std::string describe(int64_t n, int64_t oc, const ConvGeometry& g) {
   return "conv2d (cuda) [" + std::to_string(n) + ", " + std::to_string(g.c) + ", " + std::to_string(g.h) + ", " +
@@ -33,87 +38,6 @@ std::string describe(int64_t n, int64_t oc, const ConvGeometry& g) {
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-// ---- algorithm choice ----
-
-bool tensor_op_math(cudnnMathType_t m) {
-  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-}
-
-// What pick() accepts: tensor-op entries only when `tensor_ops` (16-bit);
-// scratch at most `limit` bytes; with `deterministic`, a first pass over
-// CUDNN_DETERMINISTIC entries only (cuda::ConvPolicy); Winograd and FFT
-// entries only when `transforms`.
-struct Rules {
-  size_t limit = 0;
-  bool tensor_ops = false;
-  bool deterministic = true;
-  bool transforms = true;
-};
-
-// The algorithms that transform their operands (Winograd, FFT). In 16-bit
-// they round the transforms in the 16-bit type: a timed search on an H100
-// (2026-11-24) took fp16 WINOGRAD_NONFUSED for a 5x5 forward, 1.06e-2 off the
-// CPU (16 -> 32 channels, 12x12), where fp16 rounding alone is 2^-11.
-bool transforms(cudnnConvolutionFwdAlgo_t a) {
-  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
-         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
-}
-bool transforms(cudnnConvolutionBwdDataAlgo_t a) {
-  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
-         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
-}
-bool transforms(cudnnConvolutionBwdFilterAlgo_t a) {
-  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
-         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
-}
-
-// The first usable entry of a list (see the header): with rules.deterministic
-// a first pass takes deterministic entries only and a second any, else one
-// pass takes any. `workspace_size(algo, math, &bytes)` is the matching
-// cudnnGet*WorkspaceSize call (16-bit: made with the entry's math type on the
-// descriptor, as cuDNN returns algorithm and math type as a pair); its
-// success also confirms that the algorithm supports this configuration.
-template <typename Perf, typename WorkspaceSize>
-bool pick(const std::vector<Perf>& perf, int returned, const Rules& rules, WorkspaceSize workspace_size,
-          Perf& chosen, size_t& bytes) {
-  for (int pass = rules.deterministic ? 0 : 1; pass < 2; ++pass)
-    for (int i = 0; i < returned; ++i) {
-      const Perf& p = perf[static_cast<size_t>(i)];
-      if (p.status != CUDNN_STATUS_SUCCESS || (!rules.tensor_ops && tensor_op_math(p.mathType))) continue;
-      if (!rules.transforms && transforms(p.algo)) continue;
-      if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
-      size_t need = 0;
-      if (workspace_size(p.algo, p.mathType, &need) != CUDNN_STATUS_SUCCESS || need > rules.limit) continue;
-      chosen = p;
-      bytes = need;
-      return true;
-    }
-  return false;
-}
-
-// One direction's algorithm: from the timed list when `timed` (cudnnFind*),
-// else, or when the search fails or offers nothing pick() accepts (fell_back
-// is then set), from the heuristic list. find/heuristic(requested, &returned,
-// perf) are the matching cuDNN calls.
-template <typename Perf, typename Find, typename Heuristic, typename WorkspaceSize>
-bool choose_one(int max, bool timed, Find find, Heuristic heuristic, const Rules& rules,
-                WorkspaceSize workspace_size, Perf& chosen, size_t& bytes, bool& fell_back) {
-  std::vector<Perf> perf(static_cast<size_t>(std::max(max, 1)));
-  const int requested = static_cast<int>(perf.size());
-  int returned = 0;
-  if (timed) {
-    const cudnnStatus_t st = find(requested, &returned, perf.data());
-    // A candidate whose scratch cudaMalloc failed is listed as failed, but the
-    // runtime keeps cudaErrorMemoryAllocation as the last error: clear it, or
-    // the next launch check would report it.
-    (void)cudaGetLastError();
-    if (st == CUDNN_STATUS_SUCCESS && pick(perf, returned, rules, workspace_size, chosen, bytes)) return true;
-    fell_back = true;
-  }
-  LS_CUDNN_CHECK(heuristic(requested, &returned, perf.data()));
-  return pick(perf, returned, rules, workspace_size, chosen, bytes);
-}
 
 cudnnDataType_t cudnn_type(ConvData d) {
   switch (d) {
@@ -204,7 +128,8 @@ struct Conv2dCuda::Impl {
               return yp;
             },
             [&](void* out, void* ws) { legacy_forward(ctx, xp, wk, out, ws); },
-            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, wk, out, ws); }});
+            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, wk, out, ws); }},
+           xp, wk);
     const ConvPlan* fplan = plan(ConvDirection::Forward);
     char* block = static_cast<char*>(ctx.workspace(wbytes + (fplan ? fplan->workspace_bytes() : algos.forward_bytes)));
     void* ws = block + wbytes;
@@ -248,7 +173,8 @@ struct Conv2dCuda::Impl {
       race(ctx, ConvDirection::BackwardFilter, weights, dws_bytes, algos.backward_filter_bytes,
            {[&](char* block) -> void* { return block; },
             [&](void* out, void* ws) { legacy_filter_grad(ctx, xp, dyp, out, ws, algos.backward_filter_bytes); },
-            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, dyp, out, ws); }});
+            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), xp, dyp, out, ws); }},
+           xp, dyp);
     const void* wk = wp;
     if (dxp && race_pending(ctx, ConvDirection::BackwardData))
       race(ctx, ConvDirection::BackwardData, batch * g.c * g.h * g.w, dws_bytes, algos.backward_data_bytes,
@@ -257,7 +183,8 @@ struct Conv2dCuda::Impl {
               return dxp;
             },
             [&](void* out, void* ws) { legacy_data_grad(ctx, wk, dyp, out, ws, algos.backward_data_bytes); },
-            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), wk, dyp, out, ws); }});
+            [&](const ConvPlan& p, void* out, void* ws) { return p.try_run(ctx.cudnn(), wk, dyp, out, ws); }},
+           wk, dyp);
 
     const ConvPlan* fplan = plan(ConvDirection::BackwardFilter);
     const ConvPlan* dplan = dxp ? plan(ConvDirection::BackwardData) : nullptr;
@@ -348,14 +275,18 @@ struct Conv2dCuda::Impl {
   // The race for direction `dir` at the prepared batch size, on this call's
   // inputs (race_plans, ops/conv_plan.h): the graph API's engine
   // configurations (up to 8 that pass ConvPlan's rules under this policy)
-  // against the legacy algorithm, admitted by agreement with it (the 16-bit
-  // or the fp32 bound). The outcome is kept for the batch size (plan_for)
-  // unless the reference had an inf or NaN: the next call races again.
+  // and the legacy algorithm, each admitted by agreement (the 16-bit or the
+  // fp32 bound) with an accurate reference algorithm (ops/conv_reference.h;
+  // the legacy output where cuDNN offers none). The outcome is kept for the
+  // batch size (plan_for) unless the reference had an inf or NaN: the next
+  // call races again.
   //   count: elements of the direction's output; prefix: bytes the caller
   //   keeps at the start of the workspace block (an NHWC weight, dws); calls:
-  //   see RaceCalls. Synchronises the stream, as cudnnFind* does.
+  //   see RaceCalls; a, b: the direction's inputs, read when the reference
+  //   runs (after calls.setup, which may set them). Synchronises the
+  //   stream, as cudnnFind* does.
   void race(cuda::Context& ctx, ConvDirection dir, int64_t count, size_t prefix, size_t legacy_bytes,
-            const RaceCalls& calls) {
+            const RaceCalls& calls, const void* const& a, const void* const& b) {
     const cuda::ConvPolicy& policy = ctx.conv_policy();
     const ConvPlanShape shape{n, g.c, g.h, g.w, oc, g.kh, g.kw, g.oh, g.ow, g.pad, g.stride, layout == Layout::NHWC};
     std::vector<ConvPlan> plans = ConvPlan::candidates(ctx.cudnn(), dir, cudnn_type(data), shape,
@@ -364,7 +295,22 @@ struct Conv2dCuda::Impl {
     const std::string what = describe(n) + ", " + data_name(data) + (layout == Layout::NHWC ? " nhwc, " : ", ") +
                              direction_name(dir) + ": legacy algorithm " + std::to_string(legacy_algorithm(dir));
     const double bound = is_16bit(data) ? disagreement_bound_16(data == ConvData::BF16) : disagreement_bound_f32();
-    RaceOutcome outcome = race_plans(ctx, std::move(plans), dtype(), bound, count, prefix, legacy_bytes, what, calls);
+    ConvDescriptors desc;
+    desc.x = x;
+    desc.y = y;
+    desc.w = w;
+    desc.conv = conv;
+    const std::optional<ConvReference> ref =
+        find_reference(ctx.cudnn(), desc, dir, is_16bit(data), policy.workspace_limit);
+    RaceReference reference;
+    if (ref) {
+      reference.bytes = ref->workspace_bytes;
+      reference.run = [&](void* out, void* ws) {
+        return run_reference(ctx.cudnn(), desc, *ref, is_16bit(data), a, b, out, ws) == CUDNN_STATUS_SUCCESS;
+      };
+    }
+    RaceOutcome outcome = race_plans(ctx, std::move(plans), dtype(), bound, count, prefix, legacy_bytes, what, calls,
+                                     ref ? &reference : nullptr);
     if (outcome.decided) plan_for[static_cast<size_t>(dir)].emplace(n, std::move(outcome.winner));
   }
 

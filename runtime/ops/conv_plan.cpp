@@ -299,7 +299,8 @@ std::string number(double v) {
 }  // namespace
 
 RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt, double bound, int64_t count,
-                       size_t prefix, size_t legacy_bytes, const std::string& what, const RaceCalls& calls) {
+                       size_t prefix, size_t legacy_bytes, const std::string& what, const RaceCalls& calls,
+                       const RaceReference* reference) {
   const cuda::ConvReport& report = ctx.conv_report();
   RaceOutcome outcome;
   if (plans.empty()) {
@@ -307,12 +308,16 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
     if (report) report(what + "; no graph-API plan passes the rules");
     return outcome;
   }
-  size_t bytes = legacy_bytes;
+  size_t bytes = std::max(legacy_bytes, reference ? reference->bytes : size_t{0});
   for (const ConvPlan& p : plans) bytes = std::max(bytes, p.workspace_bytes());
   char* block = static_cast<char*>(ctx.workspace(prefix + bytes));
   void* const out = calls.setup(block);
   void* const ws = block + prefix;
-  calls.legacy(out, ws);
+  const bool referenced = reference && reference->run(out, ws);
+  if (!referenced) {
+    (void)cudaGetLastError();  // a launch error cuDNN reported is not left for the next check
+    calls.legacy(out, ws);
+  }
   const double rms = rms_cuda(ctx, dt, out, count);
   if (!std::isfinite(rms)) {
     if (report) report(what + " gave an inf or NaN; the next call races again");
@@ -320,8 +325,8 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
   }
   outcome.decided = true;
 
-  // The plans' output buffer. Without the memory for it (a model that only
-  // just fits) the legacy algorithm is kept: the race is an optimisation.
+  // The contenders' output buffer. Without the memory for it (a model that
+  // only just fits) the legacy algorithm is kept: the race is an optimisation.
   std::optional<Storage> got_block;
   try {
     got_block.emplace(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
@@ -330,13 +335,24 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
     return outcome;
   }
   void* const got = got_block->data();
+  // runs[0] is the legacy call, timed whether admitted or not (the report
+  // gives its time); runs[j + 1] is plans[entered[j]].
   std::vector<std::function<void()>> runs{[&] { calls.legacy(got, ws); }};
-  std::vector<size_t> entered;
   std::string left_out;
+  bool legacy_admitted = true;
+  if (referenced) {
+    calls.legacy(got, ws);
+    const double d = disagreement_cuda(ctx, dt, out, got, count, rms);
+    if (d > bound) {
+      legacy_admitted = false;
+      left_out += "; the legacy algorithm left out (disagreement " + number(d) + ")";
+    }
+  }
+  std::vector<size_t> entered;
   for (size_t i = 0; i < plans.size(); ++i) {
     const cudnnStatus_t status = calls.run(plans[i], got, ws);
     if (status != CUDNN_STATUS_SUCCESS) {
-      (void)cudaGetLastError();  // a launch error cuDNN reported is not left for the next check
+      (void)cudaGetLastError();
       left_out += "; engine " + std::to_string(plans[i].engine()) + " left out (did not run: " +
                   cudnnGetErrorString(status) + ")";
       continue;
@@ -350,7 +366,11 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
     runs.push_back([&, i] { LS_CUDNN_CHECK(calls.run(plans[i], got, ws)); });
   }
   std::vector<float> ms;
-  const size_t best = runs.size() > 1 ? fastest_of(runs, ctx.raw_stream(), /*reps=*/3, &ms) : 0;
+  if (runs.size() > 1) (void)fastest_of(runs, ctx.raw_stream(), /*reps=*/3, &ms);
+  // The fastest admitted contender (0: the legacy call, also when none is admitted).
+  size_t best = 0;
+  for (size_t j = 1; j < ms.size(); ++j)
+    if ((best == 0 && !legacy_admitted) || ms[j] < ms[best]) best = j;
   if (report) {
     std::string line = what + (ms.empty() ? "" : " " + number(ms[0]) + " ms");
     for (size_t j = 0; j < entered.size(); ++j)
@@ -359,7 +379,7 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
     line += left_out + "; kept " +
             (best > 0 ? "engine " + std::to_string(plans[entered[best - 1]].engine())
                       : std::string("the legacy algorithm")) +
-            (ms.empty() ? "" : " (" + number(ms[best]) + " ms)");
+            (ms.empty() || (best == 0 && !legacy_admitted) ? "" : " (" + number(ms[best]) + " ms)");
     report(line);
   }
   if (best > 0) outcome.winner = std::move(plans[entered[best - 1]]);

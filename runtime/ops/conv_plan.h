@@ -1,7 +1,8 @@
 // One convolution direction through cuDNN's graph (backend) API: the
 // candidate execution plans for one layer shape and batch size, in the order
-// of cuDNN's heuristics, and the timed race that admits them by agreement
-// with the legacy algorithm and keeps the fastest (race_plans).
+// of cuDNN's heuristics, and the timed race that admits them and the legacy
+// algorithm by agreement with an accurate reference and keeps the fastest
+// (race_plans).
 //
 // Why not the legacy cudnnConvolution{Forward,BackwardData,BackwardFilter}
 // calls alone: each of their few algorithms runs with one engine
@@ -110,23 +111,34 @@ class ConvPlan {
 // sized for every contender, `prefix` bytes first for the caller (an NHWC
 // weight, a weight-gradient scratch):
 struct RaceCalls {
-  // Fills the caller's prefix of the block and returns where the legacy
+  // Fills the caller's prefix of the block and returns where the reference
   // output goes: the call's own output (y, dx) or the prefix scratch, which
   // the caller's real call overwrites afterwards.
   std::function<void*(char* block)> setup;
   std::function<void(void* out, void* workspace)> legacy;                          // the legacy call
   std::function<cudnnStatus_t(const ConvPlan&, void* out, void* workspace)> run;  // ConvPlan::try_run
 };
+// An accurate algorithm (ops/conv_reference.h): `run` writes the direction's
+// output into out, false when it did not run; it needs `bytes` of scratch.
+struct RaceReference {
+  std::function<bool(void* out, void* workspace)> run;
+  size_t bytes = 0;
+};
 struct RaceOutcome {
   bool decided = false;            // false: the reference had an inf or NaN (an fp16 loss scale too high)
   std::optional<ConvPlan> winner;  // decided: the plan kept, or none (the legacy algorithm)
 };
-// No plans, or no memory for the second buffer: decided, the legacy algorithm
-// kept. `what` names the layer and direction in the line each race sends to
+// With `reference`, every contender, the legacy call included, is measured
+// against its output; without it (or when it does not run), against the
+// legacy output. The fastest admitted contender wins; when none is admitted
+// (a legacy algorithm off the reference, and no plan agreeing), the legacy
+// algorithm is kept. No plans, or no memory for the second buffer: decided,
+// the legacy algorithm kept. `what` names the layer and direction in the line each race sends to
 // ctx.conv_report() (contenders and ms per run, engines left out and why, the
 // one kept). Synchronises ctx's stream.
 RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt, double bound, int64_t count,
-                       size_t prefix, size_t legacy_bytes, const std::string& what, const RaceCalls& calls);
+                       size_t prefix, size_t legacy_bytes, const std::string& what, const RaceCalls& calls,
+                       const RaceReference* reference = nullptr);
 
 // The index of the fastest of `runs` (not empty; each queues work on
 // `stream`): each runs `reps` times between two events; synchronises the

@@ -6,13 +6,13 @@ its graph-API plans, per layer, direction and batch size) logs one line:
 
   conv2d (cuda) [N, C, H, W] -> [OC, OH, OW], kernel KxK stride S pad P, PREC[ nhwc], DIRECTION:
     legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D | did not run: STATUS);
-    kept engine E|the legacy algorithm (T ms)
+    [the legacy algorithm left out (disagreement D);] kept engine E|the legacy algorithm (T ms)
 
 (one line; or ending "; no graph-API plan passes the rules", " gave an inf or
 NaN; the next call races again" or "; no memory to race the plans (...)").
 For each OUT_DIR/bench.*.log with such lines this prints, per direction and
-in total: the races, how many a plan won, the engines left out (they
-disagreed, or did not run), and the summed time of the legacy algorithms against that of
+in total: the races, how many a plan won, the contenders left out (they
+disagreed with the race's reference, or did not run), and the summed time of the legacy algorithms against that of
 the contenders kept, per run of every raced layer once -- for a model trained
 at one batch size, about the convolutions' share of one step, by the races'
 own timing.
@@ -41,7 +41,8 @@ def parse(rest):
     if m:
         legacy_ms = float(m.group(1))
     times = [float(t) for t in re.findall(r"; engine -?\d+ ([0-9.eE+-]+) ms", rest)]
-    left_out = len(re.findall(r"; engine -?\d+ left out \((?:disagreement|did not run)", rest))
+    left_out = len(re.findall(r"; (?:engine -?\d+|the legacy algorithm) left out \((?:disagreement|did not run)",
+                              rest))
     kept = re.search(r"; kept (engine -?\d+|the legacy algorithm)(?: \(([0-9.eE+-]+) ms\))?$", rest)
     if kept:
         won = kept.group(1) != "the legacy algorithm"
