@@ -292,8 +292,6 @@ struct Conv2dCuda::Impl {
     std::vector<ConvPlan> plans = ConvPlan::candidates(ctx.cudnn(), dir, cudnn_type(data), shape,
                                                        policy.deterministic, policy.workspace_limit,
                                                        /*max_candidates=*/8);
-    const std::string what = describe(n) + ", " + data_name(data) + (layout == Layout::NHWC ? " nhwc, " : ", ") +
-                             direction_name(dir) + ": legacy algorithm " + std::to_string(legacy_algorithm(dir));
     const double bound = is_16bit(data) ? disagreement_bound_16(data == ConvData::BF16) : disagreement_bound_f32();
     ConvDescriptors desc;
     desc.x = x;
@@ -302,6 +300,10 @@ struct Conv2dCuda::Impl {
     desc.conv = conv;
     const std::optional<ConvReference> ref =
         find_reference(ctx.cudnn(), desc, dir, is_16bit(data), policy.workspace_limit);
+    const std::string what = describe(n) + ", " + data_name(data) + (layout == Layout::NHWC ? " nhwc, " : ", ") +
+                             direction_name(dir) + ": " +
+                             (ref ? "reference algorithm " + std::to_string(ref->algo) + ", " : std::string()) +
+                             "legacy algorithm " + std::to_string(legacy_algorithm(dir));
     RaceReference reference;
     if (ref) {
       reference.bytes = ref->workspace_bytes;

@@ -338,7 +338,7 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
   // runs[0] is the legacy call, timed whether admitted or not (the report
   // gives its time); runs[j + 1] is plans[entered[j]].
   std::vector<std::function<void()>> runs{[&] { calls.legacy(got, ws); }};
-  std::string left_out;
+  std::string left_out = reference && !referenced ? "; the reference did not run (the legacy output is)" : "";
   bool legacy_admitted = true;
   if (referenced) {
     calls.legacy(got, ws);

@@ -5,7 +5,7 @@ each convolution race (ops/conv2d_cuda.cu: cuDNN's legacy algorithm against
 its graph-API plans, per layer, direction and batch size) logs one line:
 
   conv2d (cuda) [N, C, H, W] -> [OC, OH, OW], kernel KxK stride S pad P, PREC[ nhwc], DIRECTION:
-    legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D | did not run: STATUS);
+    [reference algorithm R, ]legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D | did not run: STATUS);
     [the legacy algorithm left out (disagreement D);] kept engine E|the legacy algorithm (T ms)
 
 (one line; or ending "; no graph-API plan passes the rules", " gave an inf or
@@ -25,7 +25,8 @@ import re
 import sys
 
 LINE = re.compile(r"^(?:\[rank \d+/\d+\] )?conv2d \(cuda\) .*?, (fp32|bf16|fp16)( nhwc)?, "
-                  r"(forward|backward data|backward filter): legacy algorithm (-?\d+)(.*)$")
+                  r"(forward|backward data|backward filter): (?:reference algorithm -?\d+, )?"
+                  r"legacy algorithm (-?\d+)(.*)$")
 DIRECTIONS = ("forward", "backward data", "backward filter")
 
 

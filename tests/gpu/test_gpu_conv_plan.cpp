@@ -236,9 +236,14 @@ TEST_CASE_METHOD(GpuFixture, "conv2d after the timed races matches the CPU and r
         INFO("race reports:\n" << all);
         if (round == 0) {
           REQUIRE(reports.size() == 3);  // forward, backward filter, backward data, in the order they ran
-          CHECK(reports[0].find("forward: legacy algorithm") != std::string::npos);
-          CHECK(reports[1].find("backward filter: legacy algorithm") != std::string::npos);
-          CHECK(reports[2].find("backward data: legacy algorithm") != std::string::npos);
+          // "DIRECTION: [reference algorithm R, ]legacy algorithm A ..."
+          const auto names = [](const std::string& line, const std::string& dir) {
+            const size_t at = line.find(dir + ": ");
+            return at != std::string::npos && line.find("legacy algorithm ", at) != std::string::npos;
+          };
+          CHECK(names(reports[0], "forward"));
+          CHECK(names(reports[1], "backward filter"));
+          CHECK(names(reports[2], "backward data"));
           for (const std::string& line : reports) {
             CHECK((line.find("; kept ") != std::string::npos ||
                    line.find("no graph-API plan passes the rules") != std::string::npos));

@@ -21,7 +21,7 @@ model: 1,014,922 parameters
 $L, forward: legacy algorithm 1 2 ms; engine 7 0.5 ms; engine 9 1.5 ms; engine 7 0.75 ms; kept engine 7 (0.5 ms)
 $L, backward filter: legacy algorithm 3 5.92 ms; engine 17 left out (disagreement 0.0625); engine 20 0.93 ms; engine 5 left out (did not run: CUDNN_STATUS_NOT_SUPPORTED); engine 20 1.4 ms; kept engine 20
 $L, backward data: legacy algorithm 1 1 ms; engine 4 1.25 ms; kept the legacy algorithm (1 ms)
-$L, forward: legacy algorithm 0 3 ms; engine 8 2.5 ms; the legacy algorithm left out (disagreement 0.139); kept engine 8 (2.5 ms)
+$L, forward: reference algorithm 1, legacy algorithm 0 3 ms; engine 8 2.5 ms; the legacy algorithm left out (disagreement 0.139); kept engine 8 (2.5 ms)
 $L, backward data: legacy algorithm 1; engine 4 left out (disagreement inf); kept the legacy algorithm
 $L, forward: legacy algorithm 0; no graph-API plan passes the rules
 $L, backward filter: legacy algorithm 3 gave an inf or NaN; the next call races again
