@@ -45,7 +45,7 @@ inline bool transforms(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
-// The first usable entry of a list (see the header): with rules.deterministic
+// The first usable entry of a list (ops/conv2d_cuda.h): with rules.deterministic
 // a first pass takes deterministic entries only and a second any, else one
 // pass takes any. `workspace_size(algo, math, &bytes)` is the matching
 // cudnnGet*WorkspaceSize call (16-bit: made with the entry's math type on the

@@ -133,9 +133,9 @@ struct RaceOutcome {
 // legacy output. The fastest admitted contender wins; when none is admitted
 // (a legacy algorithm off the reference, and no plan agreeing), the legacy
 // algorithm is kept. No plans, or no memory for the second buffer: decided,
-// the legacy algorithm kept. `what` names the layer and direction in the line each race sends to
-// ctx.conv_report() (contenders and ms per run, engines left out and why, the
-// one kept). Synchronises ctx's stream.
+// the legacy algorithm kept. `what` names the layer and direction in the
+// line each race sends to ctx.conv_report() (contenders and ms per run,
+// contenders left out and why, the one kept). Synchronises ctx's stream.
 RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt, double bound, int64_t count,
                        size_t prefix, size_t legacy_bytes, const std::string& what, const RaceCalls& calls,
                        const RaceReference* reference = nullptr);
