@@ -349,6 +349,11 @@ if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
     step profile.resnet50.torch.$p    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
                                         "${R50[@]}" --precision $p --profile --window 2
   done
+  # resnet50 fp16 (0.97-0.98x PyTorch eager on the fourth H100 run, whose fp16 row is 1.28x its bf16 one).
+  step profile.resnet50.lockstep.fp16 profile_lockstep profile-resnet50-fp16 2 --model resnet50 --batch-size 128 \
+                                      --precision fp16
+  step profile.resnet50.torch.fp16    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model resnet50 --batch-size 128 \
+                                      "${R50[@]}" --precision fp16 --profile --window 2
   # NHWC in bf16, the tensor-core layout, against PyTorch's channels_last.
   step profile.resnet50.lockstep.bf16.nhwc profile_lockstep profile-resnet50-bf16-nhwc 2 --model resnet50 \
                                       --batch-size 128 --precision bf16 --layout nhwc
