@@ -378,8 +378,9 @@ struct Conv2dCuda::Impl {
     const bool benchmark = policy.search == cuda::ConvSearch::Benchmark;
     const bool find = benchmark && capture == cudaStreamCaptureStatusNone;
     // 16-bit under the default (deterministic) policy leaves the transforms
-    // out: they are also the race's reference (ConvPlan), and one 1e-2 off
-    // would shut out every accurate plan. The any-algorithm policy keeps them.
+    // out: they round in the 16-bit type (conv_legacy_choice.h), and the
+    // legacy algorithm runs wherever no raced plan wins. The any-algorithm
+    // policy keeps them.
     const Rules rules{policy.workspace_limit, is_16bit(data), policy.deterministic,
                       !is_16bit(data) || !policy.deterministic};
     // Before each list: 16-bit offers tensor-op algorithms (pick() then sets
