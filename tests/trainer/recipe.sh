@@ -80,7 +80,10 @@ PY
 "$TRAINER" --benchmark --model lenet --batch-size 32 --epochs 2 --max-steps 12 --threads 1 --progress off \
   --metrics-file "$WORK/bench.jsonl" > "$WORK/bench.out" 2> "$WORK/bench.err"
 grep -v '^configuration:' "$WORK/bench.out"
-[[ ! -s "$WORK/bench.err" ]] || fail "stderr: $(cat "$WORK/bench.err")"
+# Nothing on stderr but, on a loaded machine, the input-bound warning (2 ms steps
+# of one thread can wait for their batch 10% of the time when tests run side by side).
+unexpected=$(grep -v '^warning: input-bound: ' "$WORK/bench.err" || true)
+[[ -z $unexpected ]] || fail "stderr: $unexpected"
 grep -q "^lockstep .* | lenet on synthetic (192 train / .* samples of \[1, 28, 28\])" "$WORK/bench.out" ||
   fail "benchmark data is not synthetic [1, 28, 28] sized for the steps"
 grep -qF "(test)" "$WORK/bench.out" && fail "benchmark mode evaluated"
