@@ -1,4 +1,4 @@
-// --device cuda: the build must have the CUDA parts and the machine a GPU.
+// --device cuda's check and --device auto's choice (device_check.h).
 #include "device_check.h"
 
 #include "core/error.h"
@@ -15,6 +15,16 @@ void check_cuda_device_usable() {
 #else
   LS_INPUT_ERROR("--device cuda: this build has no CUDA support (configured with LOCKSTEP_CUDA=OFF or without "
                  "nvcc/cuDNN/NCCL)");
+#endif
+}
+
+AutoDevice choose_auto_device() {
+#ifdef LOCKSTEP_HAVE_CUDA
+  const int n = cuda::device_count();
+  if (n > 0) return {"cuda", fmt::format("{} GPU{} visible", n, n == 1 ? "" : "s")};
+  return {"cpu", cuda::unavailable_reason()};
+#else
+  return {"cpu", "this build has no CUDA support"};
 #endif
 }
 

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "data/cifar10.h"
 #include "data/mnist.h"
+#include "device_check.h"
 #include "job_control.h"
 #include "registry.h"
 
@@ -143,7 +144,7 @@ cxxopts::Options make_options() {
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
       ("loader-threads", "threads assembling each batch: reading, synthesising, augmenting (0 = auto: 1 with "
        "--device cpu; with cuda, the host's cores per process minus 1, at most 4)", s("0"))
-      ("device", "auto (the CPU for now; see docs/gpu.md), cpu or cuda", s(d.device))
+      ("device", "auto (the GPU when this machine has one, else the CPU), cpu or cuda", s(d.device))
       ("comm", "GPU gradient averaging: auto (nccl when every local rank has a GPU of its own), nccl, or mpi "
        "(staged through pinned host memory; ranks may share a GPU)", s(d.comm))
       ("precision", "fp32, bf16 or fp16 (GPU: 16-bit activations and tensor-core math, fp32 weights, gradients "
@@ -328,14 +329,23 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
   }
   LS_CHECK_INPUT(r.unmatched().empty(), "unexpected argument '{}'", r.unmatched().front());
   convert(r, c);
+  if (c.device == "auto") {  // this rank's choice; the preflight check compares every rank's
+    AutoDevice a = choose_auto_device();
+    c.device = std::move(a.device);
+    c.device_auto_why = std::move(a.why);
+  }
   try {
     check_combinations(c);
   } catch (const InputError& err) {  // name the variables behind the options the message names
     std::vector<std::pair<std::string, std::string>> flag_variables;
     for (const EnvArgument& e : env_args) flag_variables.emplace_back(e.flag, e.variable);
     const std::string from = variables_behind(err.message(), flag_variables);
-    if (from.empty()) throw;
-    LS_INPUT_ERROR("{} (set by {})", err.message(), from);
+    std::string message = from.empty() ? err.message() : fmt::format("{} (set by {})", err.message(), from);
+    // An option that needs the GPU, where --device auto found none: say why.
+    if (!c.device_auto_why.empty() && c.device == "cpu" && message.find("needs --device cuda") != std::string::npos)
+      message += fmt::format("; --device auto chose the CPU: {}", c.device_auto_why);
+    if (message == err.message()) throw;
+    LS_INPUT_ERROR("{}", message);
   }
 
   // Provenance: the command line alone says which options it set.

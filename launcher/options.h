@@ -58,7 +58,7 @@ struct TrainConfig {
   // execution
   int threads = 0;  // 0 = cores / local processes
   int loader_threads = 0;  // threads assembling each batch; 0 = auto (1 on the CPU, up to 4 spare cores on a GPU)
-  std::string device = "auto";
+  std::string device = "auto";            // cpu | cuda once parsed (auto: the GPU when there is one)
   std::string comm = "auto";              // GPU gradient transport: auto, nccl or mpi (staged through host memory)
   std::string precision = "fp32";         // fp32, or bf16/fp16 activations with fp32 master weights (GPU)
   float loss_scale = 65536.f;             // fp16: initial dynamic loss scale (torch GradScaler's default)
@@ -100,6 +100,7 @@ struct TrainConfig {
   // provenance (filled by parse_train_options; logged once by rank 0)
   std::vector<OptionSetting> settings;     // every option, in --help order
   std::vector<std::string> unknown_env;    // LOCKSTEP_* variables that name no option
+  std::string device_auto_why;             // --device auto: what this rank found ("1 GPU visible", ...)
 };
 
 enum class ParseOutcome { Run, Exit };

@@ -274,8 +274,10 @@ void Trainer::start() {
              micro_batch_, world, world == 1 ? "" : "es",
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
              global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
+  const std::string chosen = c_.device_auto_why.empty() ? "" : fmt::format(" (--device auto: {})", c_.device_auto_why);
+  if (!dev_ && !chosen.empty()) log_->info("device: the CPU{}", chosen);
   if (dev_)
-    log_->info("device: {}{}{}", dev_->describe(),
+    log_->info("device: {}{}{}{}", dev_->describe(), chosen,
                c_.precision == "fp32"
                    ? ""
                    : fmt::format("; precision {} (activations and tensor-core math in {}; fp32 weights, gradients "

@@ -152,6 +152,17 @@ cpu_references() {
 }
 step train.cpu.references cpu_references
 step train.lenet.cuda      trainer "${TRAIN[@]}" --device cuda --metrics-file "$OUT/lenet-cuda.jsonl"
+# --device auto (the default): the GPU here, and the CPU with the GPUs hidden.
+device_auto() {
+  local run=(--model lenet --benchmark --max-steps 8 --batch-size 64 --progress off)
+  trainer "${run[@]}" > "$OUT/device-auto.out" 2>&1 &&
+    CUDA_VISIBLE_DEVICES= trainer "${run[@]}" > "$OUT/device-auto-hidden.out" 2>&1
+  local rc=$?
+  grep '^device: ' "$OUT/device-auto.out" "$OUT/device-auto-hidden.out"
+  (( rc == 0 )) && grep -q '^device: .* (--device auto: [0-9]* GPUs* visible)' "$OUT/device-auto.out" &&
+    grep -q '^device: the CPU (--device auto: ' "$OUT/device-auto-hidden.out"
+}
+step train.device.auto device_auto
 step train.lenet.nccl.np1  mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --metrics-file "$OUT/lenet-nccl1.jsonl"
 step train.lenet.mpi.np2   mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
                              --metrics-file "$OUT/lenet-mpi2.jsonl"

@@ -24,6 +24,9 @@ AS_USER=()
 [[ $(id -u) == 0 ]] && AS_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 echo "precious" > "$OUT/precious.safetensors"
 SYN="--dataset synthetic --synthetic-samples 64 --batch-size 16"
+# The rows are a machine without a GPU's (--device auto chooses the CPU, --device
+# cuda is an error): a GPU machine's GPUs are hidden from them.
+export CUDA_VISIBLE_DEVICES=
 # Every trainer row also asks for every output file; none may appear.
 OUTPUTS=(--metrics-file "$OUT/metrics.jsonl" --save-weights "$OUT/weights.safetensors" --timeline "$OUT/timeline.json")
 quiet() { "$@" >"$SCRATCH/fixture.log" 2>&1 || { echo "fixture failed: $*"; cat "$SCRATCH/fixture.log"; exit 1; }; }
@@ -267,14 +270,15 @@ row cuda-device 2 trainer "--device cuda" -- --device cuda
 row comm-nccl-on-cpu 2 trainer "--comm nccl: needs --device cuda" -- --comm nccl
 row unknown-comm 2 trainer "--comm: 'gloo' is not one of auto, nccl, mpi" -- --comm gloo
 row env-comm-nccl-on-cpu 2 trainer "--comm nccl: needs --device cuda (CPU gradients go over MPI) (set by LOCKSTEP_COMM)" LOCKSTEP_COMM=nccl -- $SYN
-row precision-on-cpu 2 trainer "--precision bf16: needs --device cuda (the CPU computes in fp32)" -- $SYN --precision bf16
+row precision-on-cpu 2 trainer "--precision bf16: needs --device cuda (the CPU computes in fp32)" -- $SYN --device cpu --precision bf16
+row precision-auto-no-gpu 2 trainer "--precision bf16: needs --device cuda (the CPU computes in fp32); --device auto chose the CPU: " -- $SYN --precision bf16
 row unknown-precision 2 trainer "--precision: 'fp8' is not one of fp32, bf16, fp16" -- --precision fp8
 row fp16-on-cpu 2 trainer "--precision fp16: needs --device cuda (the CPU computes in fp32)" -- $SYN --precision fp16
 row loss-scale-small 2 trainer "--loss-scale: 0.5 must be from 1 to 2^24" -- $SYN --loss-scale 0.5
 row loss-scale-text 2 trainer "LOCKSTEP_LOSS_SCALE=big: --loss-scale: 'big' is not a finite number" LOCKSTEP_LOSS_SCALE=big -- $SYN
 row loss-scale-window-zero 2 trainer "--loss-scale-window: 0 must be positive" -- $SYN --loss-scale-window 0
 row cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda" -- $SYN --cuda-graph
-row env-cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda (set by LOCKSTEP_CUDA_GRAPH)" LOCKSTEP_CUDA_GRAPH=1 -- $SYN
+row env-cuda-graph-on-cpu 2 trainer "--cuda-graph: needs --device cuda (set by LOCKSTEP_CUDA_GRAPH); --device auto chose the CPU: " LOCKSTEP_CUDA_GRAPH=1 -- $SYN
 row cudnn-benchmark-on-cpu 2 trainer "--cudnn-benchmark: needs --device cuda" -- $SYN --cudnn-benchmark
 row cudnn-nondet-on-cpu 2 trainer "--cudnn-nondeterministic: needs --device cuda" -- $SYN --cudnn-nondeterministic
 row cudnn-workspace-zero 2 trainer "--cudnn-workspace-mb: 0 must be positive" -- $SYN --cudnn-workspace-mb 0

@@ -1,0 +1,79 @@
+// --device auto (launcher/device_check.h): parse_train_options resolves it to
+// this machine's device and says why; options that need the GPU name that
+// reason when auto chose the CPU, and only then.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "device_check.h"
+#include "options.h"
+
+using namespace lockstep;
+
+namespace {
+
+ParseOutcome parse_into(std::vector<std::string> args, TrainConfig& c) {
+  args.insert(args.begin(), "trainer");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_train_options(static_cast<int>(argv.size()), argv.data(), c);
+}
+
+TrainConfig parse(std::vector<std::string> args) {
+  TrainConfig c;
+  REQUIRE(parse_into(std::move(args), c) == ParseOutcome::Run);
+  return c;
+}
+
+std::string parse_error(std::vector<std::string> args) {
+  TrainConfig c;
+  try {
+    parse_into(std::move(args), c);
+  } catch (const InputError& e) {
+    return e.message();
+  }
+  FAIL("no error");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("device auto resolves to this machine's device and says why", "[device]") {
+  const AutoDevice here = choose_auto_device();
+  REQUIRE((here.device == "cpu" || here.device == "cuda"));
+  CHECK_FALSE(here.why.empty());
+#ifndef LOCKSTEP_HAVE_CUDA
+  CHECK(here.device == "cpu");
+  CHECK(here.why == "this build has no CUDA support");
+#endif
+  const TrainConfig dflt = parse({});  // auto is the default
+  CHECK(dflt.device == here.device);
+  CHECK(dflt.device_auto_why == here.why);
+  const TrainConfig given = parse({"--device", "auto"});
+  CHECK(given.device == here.device);
+  // An explicit device is taken as given: nothing was chosen.
+  const TrainConfig cpu = parse({"--device", "cpu"});
+  CHECK(cpu.device == "cpu");
+  CHECK(cpu.device_auto_why.empty());
+  // The settings keep what the user asked for.
+  for (const OptionSetting& s : dflt.settings)
+    if (s.option == "device") CHECK(s.value == "auto");
+}
+
+TEST_CASE("an option that needs the GPU says why device auto chose the CPU", "[device]") {
+  const AutoDevice here = choose_auto_device();
+  const std::string explicit_cpu = parse_error({"--device", "cpu", "--precision", "bf16"});
+  CHECK(explicit_cpu == "--precision bf16: needs --device cuda (the CPU computes in fp32)");
+  if (here.device == "cpu") {
+    CHECK(parse_error({"--precision", "bf16"}) == "--precision bf16: needs --device cuda (the CPU computes in fp32); "
+                                                  "--device auto chose the CPU: " + here.why);
+    CHECK(parse_error({"--cuda-graph"}) == "--cuda-graph: needs --device cuda; --device auto chose the CPU: " + here.why);
+    // Errors that are not about the GPU are left as they are.
+    CHECK(parse_error({"--conv-algorithm", "winograd", "--layout", "nhwc"}).find("--device auto") == std::string::npos);
+  } else {  // a GPU machine: the same options are accepted
+    CHECK(parse({"--precision", "bf16"}).precision == "bf16");
+    CHECK(parse({"--cuda-graph"}).cuda_graph);
+  }
+}
