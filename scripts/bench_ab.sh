@@ -46,6 +46,9 @@ done
 [[ $RATE == none || $RATE =~ ^[0-9]+[mg]bit$ ]] || fail "--rate: '$RATE' is not none, Nmbit or Ngbit"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A CPU benchmark: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 WORK=$(mktemp -d /tmp/lockstep-bench-ab.XXXXXX)
 chmod 755 "$WORK"
 if ((HOSTS > 0)); then

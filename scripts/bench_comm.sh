@@ -20,6 +20,9 @@ REPS=5
 [[ ${1:-} == --reps ]] && REPS=$2
 "$ROOT/scripts/build.sh" > /dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A CPU benchmark: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; $(mpirun --version | head -1)"

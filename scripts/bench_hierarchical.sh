@@ -58,6 +58,9 @@ for m in $MODELS; do bench_model_shape "$m" > /dev/null; done
   { echo "bench_hierarchical.sh: $BUILD lacks trainer, bench_allreduce or lockstep-run (scripts/build.sh)" >&2; exit 2; }
 source "$ROOT/scripts/lib/namespace_hosts.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A CPU benchmark: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 WORK=$(mktemp -d /tmp/lockstep-bench-hier.XXXXXX)
 chmod 755 "$WORK"
 cleanup() { nshosts_down; rm -rf "$WORK"; }

@@ -57,6 +57,9 @@ for m in $MODELS; do bench_model_shape "$m" > /dev/null; done
 "$ROOT/scripts/build.sh" > /dev/null
 source "$ROOT/scripts/lib/namespace_hosts.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A CPU benchmark: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 WORK=$(mktemp -d /tmp/lockstep-bench-hosts.XXXXXX)
 chmod 755 "$WORK"
 cleanup() { nshosts_down; rm -rf "$WORK"; }

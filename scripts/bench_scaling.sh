@@ -44,6 +44,9 @@ if [[ -z ${TRAINER:-} ]]; then
   TRAINER="${BUILD_DIR:-$ROOT/build}/trainer"
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A CPU benchmark: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 CORES=$(nproc)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

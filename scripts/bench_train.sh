@@ -16,6 +16,9 @@
 # shrinking H and W (resnet50 is 224x224, 1000 classes), PyTorch on the same shape.
 # usage: scripts/bench_train.sh [--models "lenet keras-cnn"] [--batch 256] [--threads 1] [--reps 5] [--image-size S] [--steps N]
 set -euo pipefail
+# A CPU benchmark: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
 MODELS="lenet keras-cnn" BATCH=256 THREADS=1 REPS=5 IMAGE=0 STEPS=0

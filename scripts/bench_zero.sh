@@ -27,6 +27,9 @@ done
 [[ -x $BUILD/trainer ]] || { echo "bench_zero.sh: $BUILD/trainer not built (scripts/build.sh)" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "bench_zero.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A CPU benchmark: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; $RANKS ranks, $ROUNDS rounds of $STEPS steps"

@@ -29,6 +29,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "${TRAINER_PREBUILT:-}" ]] || "$ROOT/scripts/build.sh" > /dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A CPU run: the CPU even where --device auto would find a GPU (a
+# command-line --device still wins).
+export LOCKSTEP_DEVICE="${LOCKSTEP_DEVICE:-cpu}"
 OUT="${OUT_DIR:-$(mktemp -d)}"
 mkdir -p "$OUT"
 echo "keras-cnn, Fashion-MNIST, $E epochs, SGD momentum 0.9, lr $LR ($SCHEDULE), seeds: $SEEDS, $RANKS rank(s); logs in $OUT"
