@@ -39,4 +39,12 @@ void* Context::workspace(size_t bytes) {
   return workspace_;
 }
 
+void Context::trim_workspace(size_t bytes) {
+  if (bytes >= workspace_bytes_) return;
+  void* old = std::exchange(workspace_, nullptr);
+  const size_t old_bytes = std::exchange(workspace_bytes_, 0);
+  allocator_->deallocate(old, old_bytes);
+  if (bytes > 0) (void)workspace(bytes);
+}
+
 }  // namespace lockstep::cuda

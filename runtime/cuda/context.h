@@ -61,6 +61,11 @@ class Context {
   // growing it frees the old block, whose last use was on this stream).
   void* workspace(size_t bytes);
   size_t workspace_bytes() const { return workspace_bytes_; }
+  // Shrinks the scratch to `bytes` when it is larger (0: none), stream ordered
+  // as growing is; the old block goes back to the allocator's cache. For
+  // scratch grown for a one-off call (a convolution race's largest contender)
+  // that every later step would otherwise hold.
+  void trim_workspace(size_t bytes);
 
   void synchronize() const { stream_.synchronize(); }
 

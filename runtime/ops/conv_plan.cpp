@@ -310,6 +310,12 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
   }
   size_t bytes = std::max(legacy_bytes, reference ? reference->bytes : size_t{0});
   for (const ConvPlan& p : plans) bytes = std::max(bytes, p.workspace_bytes());
+  // The block grows for the largest contender; once decided it goes back to
+  // what the kept contender needs (or its size before the race). The context
+  // holds its workspace for the whole run: a contender that lost must not
+  // hold its scratch in every later step.
+  const size_t before = ctx.workspace_bytes();
+  const auto trim = [&](size_t kept_bytes) { ctx.trim_workspace(std::max(before, prefix + kept_bytes)); };
   char* block = static_cast<char*>(ctx.workspace(prefix + bytes));
   void* const out = calls.setup(block);
   void* const ws = block + prefix;
@@ -321,6 +327,7 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
   const double rms = rms_cuda(ctx, dt, out, count);
   if (!std::isfinite(rms)) {
     if (report) report(what + " gave an inf or NaN; the next call races again");
+    trim(legacy_bytes);
     return outcome;
   }
   outcome.decided = true;
@@ -332,6 +339,7 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
     got_block.emplace(ctx.allocator(), static_cast<size_t>(count) * size_of(dt));
   } catch (const Error& e) {
     if (report) report(what + "; no memory to race the plans (" + e.what() + ")");
+    trim(legacy_bytes);
     return outcome;
   }
   void* const got = got_block->data();
@@ -383,6 +391,8 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
     report(line);
   }
   if (best > 0) outcome.winner = std::move(plans[entered[best - 1]]);
+  got_block.reset();  // before the trim: the workspace's new block may reuse its memory
+  trim(outcome.winner ? outcome.winner->workspace_bytes() : legacy_bytes);
   return outcome;
 }
 

@@ -109,7 +109,9 @@ class ConvPlan {
 // and a wrong engine is never kept. The legacy algorithm and the admitted
 // plans are then timed (fastest_of, 3 runs each). The workspace block is
 // sized for every contender, `prefix` bytes first for the caller (an NHWC
-// weight, a weight-gradient scratch):
+// weight, a weight-gradient scratch), and trimmed afterwards to the prefix
+// plus the kept contender's scratch, or to its size before the race if larger
+// (cuda::Context::trim_workspace; the caller asks for its block again):
 struct RaceCalls {
   // Fills the caller's prefix of the block and returns where the reference
   // output goes: the call's own output (y, dx) or the prefix scratch, which

@@ -51,6 +51,29 @@ TEST_CASE_METHOD(GpuFixture, "caching allocator: zero-filled blocks, no cudaMall
   CHECK(alloc.stats().reserved_bytes == alloc.stats().allocated_bytes);
 }
 
+TEST_CASE_METHOD(GpuFixture, "the context's workspace grows on demand and trims back", "[runtime]") {
+  auto& alloc = *ctx.allocator();
+  const int64_t base = alloc.stats().allocated_bytes - static_cast<int64_t>(
+                                                          cuda::CachingAllocator::round_size(ctx.workspace_bytes()));
+  const size_t big = size_t{64} << 20, small = size_t{1} << 20;
+  void* p = ctx.workspace(big);
+  REQUIRE(p != nullptr);
+  CHECK(ctx.workspace_bytes() == big);
+  CHECK(ctx.workspace(small) == p);  // smaller requests reuse the block
+  CHECK(alloc.stats().allocated_bytes == base + static_cast<int64_t>(cuda::CachingAllocator::round_size(big)));
+  ctx.trim_workspace(big);  // not larger than asked: nothing changes
+  CHECK(ctx.workspace_bytes() == big);
+  ctx.trim_workspace(small);  // a race's scratch given back: only `small` stays allocated
+  CHECK(ctx.workspace_bytes() == small);
+  CHECK(alloc.stats().allocated_bytes == base + static_cast<int64_t>(cuda::CachingAllocator::round_size(small)));
+  void* q = ctx.workspace(small);
+  REQUIRE(q != nullptr);
+  CHECK(ctx.workspace_bytes() == small);
+  ctx.trim_workspace(0);
+  CHECK(ctx.workspace_bytes() == 0);
+  CHECK(alloc.stats().allocated_bytes == base);
+}
+
 TEST_CASE_METHOD(GpuFixture, "events order a copy stream against the compute stream", "[runtime]") {
   const int64_t n = 1 << 22;
   Tensor host = Tensor::from_vector(Shape{n}, random_vector(n, 7));
