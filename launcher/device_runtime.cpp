@@ -15,6 +15,7 @@
 #include "optim/loss_scaler.h"
 #endif
 
+#include <algorithm>
 #include <map>
 
 namespace lockstep {
@@ -114,6 +115,8 @@ struct DeviceRuntime::Impl {
   int graph_cur = 0;
   int64_t captures = 0;
   bool last_replayed = false;
+  // The allocator's peaks before mark_steady_state() reset them (-1: not yet).
+  int64_t warmup_peak_allocated = -1, warmup_peak_reserved = -1;
 };
 
 DeviceRuntime::DeviceRuntime(const TrainConfig& config, const Communicator& comm, Logger log)
@@ -257,16 +260,37 @@ std::string DeviceRuntime::describe() const {
   return fmt::format("{}, --comm {}", cuda::device_info(impl_->device).str(), impl_->mode);
 }
 
+void DeviceRuntime::mark_steady_state() {
+  Impl& m = *impl_;
+  if (m.warmup_peak_allocated >= 0) return;
+  const cuda::AllocatorStats s = m.ctx.allocator()->stats();
+  m.warmup_peak_allocated = s.peak_allocated_bytes;
+  m.warmup_peak_reserved = s.peak_reserved_bytes;
+  m.ctx.allocator()->reset_peaks();
+}
+
 DeviceRuntime::MemoryStats DeviceRuntime::memory_stats() const {
-  const cuda::AllocatorStats s = impl_->ctx.allocator()->stats();
-  return MemoryStats{s.peak_allocated_bytes, s.peak_reserved_bytes, s.device_mallocs};
+  const Impl& m = *impl_;
+  const cuda::AllocatorStats s = m.ctx.allocator()->stats();
+  MemoryStats r{std::max(s.peak_allocated_bytes, m.warmup_peak_allocated),
+                std::max(s.peak_reserved_bytes, m.warmup_peak_reserved), s.device_mallocs};
+  if (m.warmup_peak_allocated >= 0) r.steady_peak_allocated_bytes = s.peak_allocated_bytes;
+  r.workspace_bytes = static_cast<int64_t>(m.ctx.workspace_bytes());
+  return r;
 }
 
 std::string DeviceRuntime::memory_report() const {
   const MemoryStats s = memory_stats();
-  return fmt::format("GPU memory: peak {:.1f} MiB allocated, peak {:.1f} MiB reserved, {} cudaMalloc calls",
-                     static_cast<double>(s.peak_allocated_bytes) / (1 << 20),
-                     static_cast<double>(s.peak_reserved_bytes) / (1 << 20), s.device_mallocs);
+  const double mib = 1 << 20;
+  return fmt::format("GPU memory: peak {:.1f} MiB allocated ({}cuDNN workspace {:.1f} MiB at the end), peak {:.1f} "
+                     "MiB reserved, {} cudaMalloc calls",
+                     static_cast<double>(s.peak_allocated_bytes) / mib,
+                     s.steady_peak_allocated_bytes < 0
+                         ? std::string()
+                         : fmt::format("{:.1f} MiB in the timed steps; ",
+                                       static_cast<double>(s.steady_peak_allocated_bytes) / mib),
+                     static_cast<double>(s.workspace_bytes) / mib, static_cast<double>(s.peak_reserved_bytes) / mib,
+                     s.device_mallocs);
 }
 
 #else  // a build without CUDA: options refuse --device cuda before anything gets here
@@ -300,6 +324,7 @@ bool DeviceRuntime::last_step_replayed() const { return false; }
 void DeviceRuntime::restore_loss_scale(const LossScaleState&) { LS_THROW("no GPU in this build"); }
 void DeviceRuntime::synchronize() {}
 std::string DeviceRuntime::describe() const { return "none"; }
+void DeviceRuntime::mark_steady_state() {}
 DeviceRuntime::MemoryStats DeviceRuntime::memory_stats() const { return {}; }
 std::string DeviceRuntime::memory_report() const { return ""; }
 

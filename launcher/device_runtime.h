@@ -92,12 +92,18 @@ class DeviceRuntime {
   void synchronize();  // waits for all queued device work
   std::string describe() const;  // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), --comm nccl"
   // The caching allocator's high-water marks since start (issue 5: peak and
-  // reserved bytes), for the end-of-run summary.
+  // reserved bytes), for the end-of-run summary; beside them the peak since
+  // mark_steady_state() (the timed steps: no races, captures or first-step
+  // growth) and the cuDNN workspace held at the end, which say where a peak
+  // comes from.
   struct MemoryStats {
     int64_t peak_allocated_bytes = 0;  // most bytes handed out at once
     int64_t peak_reserved_bytes = 0;   // most bytes held from the driver at once
     int64_t device_mallocs = 0;        // cudaMalloc calls
+    int64_t steady_peak_allocated_bytes = -1;  // since mark_steady_state(); -1: not called
+    int64_t workspace_bytes = 0;       // the context's convolution scratch (cuda::Context::workspace)
   };
+  void mark_steady_state();  // once, when the timed steps begin
   MemoryStats memory_stats() const;
   std::string memory_report() const;  // the same in one line
 

@@ -485,6 +485,8 @@ TrainSummary Trainer::run() {
         sum.warmup_seconds += std::chrono::duration<double>(now - tick).count();
       }
       tick = now;
+      // GPU memory: the timed steps' own peak from here (races, captures and first-step growth before).
+      if (dev_ && progress_.step - first_step == kWarmupSteps) dev_->mark_steady_state();
       // Every rank decides from the same counters, so checkpoints are taken at the same step.
       const bool epoch_end = progress_.step_in_epoch == 0;
       const bool scheduled = (c_.checkpoint_every > 0 && progress_.step % c_.checkpoint_every == 0) || epoch_end ||

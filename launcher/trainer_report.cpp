@@ -80,6 +80,9 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
     memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
     memory["gpu_peak_reserved_mib"] = static_cast<double>(m.peak_reserved_bytes) / mib;
     memory["gpu_mallocs"] = m.device_mallocs;
+    if (m.steady_peak_allocated_bytes >= 0)
+      memory["gpu_steady_peak_allocated_mib"] = static_cast<double>(m.steady_peak_allocated_bytes) / mib;
+    memory["gpu_workspace_mib"] = static_cast<double>(m.workspace_bytes) / mib;
   }
   if (n > 0)
     log_->info("Average time TRAIN {:.2f}s{} ({}) | {} after {} warm-up steps", tr / n,

@@ -15,6 +15,11 @@ floor_flops_per_step and floor_bytes_per_step): FLOPs over the matmul rate of
 the row's precision (fp16 rows use the bf16 rate: the same tensor cores), and
 bytes over the copy bandwidth; "÷ floor" is ms/step over the larger of the two.
 
+A second table gives each lockstep run's peak GPU memory beside PyTorch
+eager's (torch.cuda.max_memory_allocated over the run): lockstep's peak over
+the whole run, over its timed steps alone (no races, captures or first-step
+growth) and the cuDNN workspace it held at the end -- where a peak comes from.
+
   python3 scripts/gpu/bench_table.py OUT_DIR
 """
 import glob
@@ -45,7 +50,10 @@ def lockstep_runs(out):
                "variant": ", ".join(flags) or "default", "images_per_sec": summary["images_per_sec"],
                "window_median": summary.get("window_median_images_per_sec") if summary.get("windows") else None,
                "ms_per_step": summary["ms_per_step"], "floor_flops": summary.get("floor_flops_per_step"),
-               "floor_bytes": summary.get("floor_bytes_per_step")}
+               "floor_bytes": summary.get("floor_bytes_per_step"),
+               "peak_mib": summary.get("gpu_peak_allocated_mib"),
+               "steady_peak_mib": summary.get("gpu_steady_peak_allocated_mib"),
+               "workspace_mib": summary.get("gpu_workspace_mib")}
 
 
 def floor_rates(out):
@@ -86,8 +94,12 @@ def torch_results(out):
                     continue
                 if rec.get("impl") == "pytorch":
                     key = (rec["model"], rec["precision"], rec.get("layout", "nchw"), rec["mode"])
-                    found[key] = rec["images_per_sec"]
+                    found[key] = rec
     return found
+
+
+def mib(v):
+    return f"{v:,.0f}" if v is not None else "-"
 
 
 def main():
@@ -104,7 +116,9 @@ def main():
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         key = (r["model"], r["precision"], r["layout"])
-        eager, compiled = torch.get(key + ("eager",)), torch.get(key + ("compile",))
+        eager_rec, compiled_rec = torch.get(key + ("eager",)), torch.get(key + ("compile",))
+        eager = eager_rec["images_per_sec"] if eager_rec else None
+        compiled = compiled_rec["images_per_sec"] if compiled_rec else None
         median = r["window_median"]
         ratio = f"**{(median or r['images_per_sec']) / eager:.2f}x**" if eager else "-"
         fl = floor_ms(r, rates)
@@ -113,6 +127,20 @@ def main():
         print(f"| {r['model']} | {r['precision']} | {r['layout']} | {r['variant']} | {r['images_per_sec']:,.0f} | "
               f"{f'{median:,.0f}' if median else '-'} | {r['ms_per_step']:.1f} | {f'{eager:,.0f}' if eager else '-'} | "
               f"{ratio} | {f'{compiled:,.0f}' if compiled else '-'} | {floors} |")
+    if not any(r["peak_mib"] is not None for r in rows):
+        return
+    print()
+    print("| model | precision | layout | lockstep run | peak MiB allocated | timed steps' peak | cuDNN workspace | "
+          "PyTorch eager peak | ratio |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if r["peak_mib"] is None:
+            continue
+        eager_rec = torch.get((r["model"], r["precision"], r["layout"], "eager"))
+        theirs = eager_rec.get("peak_allocated_mib") if eager_rec else None
+        ratio = f"{r['peak_mib'] / theirs:.2f}x" if theirs else "-"
+        print(f"| {r['model']} | {r['precision']} | {r['layout']} | {r['variant']} | {mib(r['peak_mib'])} | "
+              f"{mib(r['steady_peak_mib'])} | {mib(r['workspace_mib'])} | {mib(theirs)} | {ratio} |")
 
 
 if __name__ == "__main__":
