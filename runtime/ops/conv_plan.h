@@ -143,12 +143,17 @@ RaceOutcome race_plans(cuda::Context& ctx, std::vector<ConvPlan> plans, DType dt
                        const RaceReference* reference = nullptr);
 
 // The index of the fastest of `runs` (not empty; each queues work on
-// `stream`): each runs `reps` times between two events; synchronises the
-// stream. Each must have run once before (first-use costs stay out of the
-// timing): Conv2dCuda's race has run every contender once already, for the
-// reference output and the agreement check. `ms`, when given, receives each
-// run's milliseconds per repetition, in the order of `runs`.
+// `stream`): each runs `reps` times between two events, queued behind a
+// closed cuda::HostGate so that the events time the GPU alone, not the host's
+// cost of launching the calls; synchronises the stream. Each must have run
+// once before (first-use costs stay out of the timing): Conv2dCuda's race has
+// run every contender once already, for the reference output and the
+// agreement check. `ms`, when given, receives each run's milliseconds per
+// repetition, in the order of `runs`; `gated`, false when a run waited for
+// the stream behind the gate (its timeout, kGateTimeoutMs, let it pass) and
+// the rest were timed without one.
+constexpr double kGateTimeoutMs = 20.0;
 size_t fastest_of(const std::vector<std::function<void()>>& runs, cudaStream_t stream, int reps,
-                  std::vector<float>* ms = nullptr);
+                  std::vector<float>* ms = nullptr, bool* gated = nullptr);
 
 }  // namespace lockstep::ops

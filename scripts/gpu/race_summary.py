@@ -6,7 +6,8 @@ its graph-API plans, per layer, direction and batch size) logs one line:
 
   conv2d (cuda) [N, C, H, W] -> [OC, OH, OW], kernel KxK stride S pad P, PREC[ nhwc], DIRECTION:
     [reference algorithm R, ]legacy algorithm A T ms; engine E T ms; ...; engine E left out (disagreement D | did not run: STATUS);
-    [the legacy algorithm left out (disagreement D);] kept engine E|the legacy algorithm (T ms)
+    [the legacy algorithm left out (disagreement D);] [timed with the host's launch cost (...);]
+    kept engine E|the legacy algorithm (T ms)
 
 (one line; or ending "; no graph-API plan passes the rules", " gave an inf or
 NaN; the next call races again" or "; no memory to race the plans (...)").

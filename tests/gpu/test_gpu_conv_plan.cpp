@@ -22,13 +22,17 @@
 // engine 17 on the NCHW 5x5 case was 0.0079 from the CPU in fp16 (the race's
 // bound: 0.0078), and 5.4e-2 of max(1, |dw|) in bf16. The per-candidate checks
 // do not stop at the first failure, so one run lists every offending engine.
+// Last, the race's timing (fastest_of) is checked to leave the host's cost out.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/check.h"
@@ -311,4 +315,37 @@ TEST_CASE_METHOD(GpuFixture, "disagreement measured on the GPU equals the host's
     CHECK(!std::isfinite(ops::rms_cuda(ctx, dt, device(with_inf).raw_data(), 4)));
     CHECK(!std::isfinite(ops::rms_cuda(ctx, dt, device(with_nan).raw_data(), 4)));
   }
+}
+
+// fastest_of times the GPU alone: a run whose host side is slow (3 ms of sleep
+// before one tiny copy) beats one with real GPU work (a 1 GiB memset, about
+// 0.3 ms on an H100), which it would lose were the host's time counted.
+TEST_CASE_METHOD(GpuFixture, "the race's timing leaves out the host's cost of launching", "[conv]") {
+  const size_t big = size_t{1} << 30;
+  Tensor buffer = Tensor::zeros(Shape{static_cast<int64_t>(big)}, DType::U8, ctx.allocator());
+  const cudaStream_t stream = ctx.raw_stream();
+  const std::vector<std::function<void()>> runs{
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+        LS_CUDA_CHECK(cudaMemsetAsync(buffer.raw_data(), 1, 4096, stream));
+      },
+      [&] { LS_CUDA_CHECK(cudaMemsetAsync(buffer.raw_data(), 2, big, stream)); }};
+  for (const auto& r : runs) r();  // first use before timing, as the race does
+  std::vector<float> ms;
+  bool gated = false;
+  const size_t best = ops::fastest_of(runs, stream, /*reps=*/3, &ms, &gated);
+  INFO("ms per run: " << ms[0] << " (host-slow), " << ms[1] << " (1 GiB memset)");
+  REQUIRE(ms.size() == 2);
+  CHECK(gated);
+  CHECK(best == 0);
+  CHECK(ms[0] < 0.1f);  // not the 3 ms the host spent
+  CHECK(ms[1] > 0.05f);
+  // A run that waits for the stream behind the gate: the gate times out, the
+  // rest are timed without one, and nothing hangs.
+  const std::vector<std::function<void()>> waiting{[&] { LS_CUDA_CHECK(cudaStreamSynchronize(stream)); },
+                                                   [&] { LS_CUDA_CHECK(cudaMemsetAsync(buffer.raw_data(), 3, 4096,
+                                                                                       stream)); }};
+  (void)ops::fastest_of(waiting, stream, /*reps=*/1, &ms, &gated);
+  CHECK_FALSE(gated);
+  REQUIRE(ms.size() == 2);
 }

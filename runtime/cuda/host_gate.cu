@@ -1,0 +1,61 @@
+// HostGate (cuda/host_gate.h): the waiting kernel and its page-locked flags.
+#include "cuda/host_gate.h"
+
+#include <cstdint>
+
+#include "cuda/check.h"
+
+namespace lockstep::cuda {
+namespace {
+
+__device__ inline uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Spins (sleeping between reads of host memory) until flags[0] is set or
+// `timeout_ns` have passed; then flags[1] says which.
+__global__ void wait_for_host(volatile int* flags, uint64_t timeout_ns) {
+  const uint64_t start = global_ns();
+  while (flags[0] == 0) {
+    if (global_ns() - start > timeout_ns) {
+      flags[1] = 1;
+      return;
+    }
+    __nanosleep(1000);
+  }
+}
+
+}  // namespace
+
+HostGate::HostGate() {
+  void* p = nullptr;
+  LS_CUDA_CHECK(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped));
+  host_ = static_cast<int*>(p);
+  host_[0] = host_[1] = 0;
+  void* d = nullptr;
+  const cudaError_t e = cudaHostGetDevicePointer(&d, p, 0);
+  if (e != cudaSuccess) {
+    cudaFreeHost(p);
+    LS_CUDA_CHECK(e);
+  }
+  device_ = static_cast<int*>(d);
+}
+
+HostGate::~HostGate() {
+  if (host_) cudaFreeHost(host_);
+}
+
+void HostGate::close(cudaStream_t stream, double timeout_ms) {
+  __atomic_store_n(&host_[0], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&host_[1], 0, __ATOMIC_SEQ_CST);
+  wait_for_host<<<1, 1, 0, stream>>>(device_, static_cast<uint64_t>(timeout_ms * 1e6));
+  LS_CUDA_CHECK(cudaGetLastError());
+}
+
+void HostGate::open() { __atomic_store_n(&host_[0], 1, __ATOMIC_SEQ_CST); }
+
+bool HostGate::timed_out() const { return __atomic_load_n(&host_[1], __ATOMIC_SEQ_CST) != 0; }
+
+}  // namespace lockstep::cuda
