@@ -16,7 +16,8 @@ in total: the races, how many a plan won, the contenders left out (they
 disagreed with the race's reference, or did not run), and the summed time of the legacy algorithms against that of
 the contenders kept, per run of every raced layer once -- for a model trained
 at one batch size, about the convolutions' share of one step, by the races'
-own timing.
+own timing. Races whose line says they were timed with the host's launch
+cost (the host gate timed out) are counted on a line of their own.
 
   python3 scripts/gpu/race_summary.py OUT_DIR
 """
@@ -68,6 +69,7 @@ def summarise(path):
     per = {d: {"races": 0, "won": 0, "left_out": 0, "legacy_ms": 0.0, "kept_ms": 0.0, "untimed": 0}
            for d in DIRECTIONS}
     found = 0
+    ungated = 0  # races whose times include the host's launch cost (the gate timed out)
     with open(path, errors="replace") as f:
         for line in f:
             m = LINE.match(line.rstrip("\n"))
@@ -78,6 +80,8 @@ def summarise(path):
             legacy_ms, kept_ms, left_out, won, outcome = parse(m.group(5))
             d["races"] += 1
             d["left_out"] += left_out
+            if "; timed with the host's launch cost" in m.group(5):
+                ungated += 1
             if outcome != "kept" or legacy_ms is None:
                 d["untimed"] += 1  # nothing timed: no plan, every plan left out, a retry, no memory
                 continue
@@ -85,7 +89,7 @@ def summarise(path):
                 d["won"] += 1
             d["legacy_ms"] += legacy_ms
             d["kept_ms"] += kept_ms
-    return found, per
+    return found, per, ungated
 
 
 def main():
@@ -93,7 +97,7 @@ def main():
         sys.exit("usage: race_summary.py OUT_DIR (a scripts/gpu/check.sh output directory)")
     any_found = False
     for path in sorted(glob.glob(os.path.join(sys.argv[1], "bench.*.log"))):
-        found, per = summarise(path)
+        found, per, ungated = summarise(path)
         if not found:
             continue
         any_found = True
@@ -109,6 +113,9 @@ def main():
         t = total
         print(f"  {'all':15s} {t['races']:3d} races, a plan won {t['won']:3d}, {t['left_out']:2d} left out, "
               f"{t['untimed']:2d} untimed; legacy {t['legacy_ms']:8.3f} ms -> kept {t['kept_ms']:8.3f} ms")
+        if ungated:
+            plural = "s" if ungated != 1 else ""
+            print(f"  {ungated} race{plural} timed with the host's launch cost (the gate timed out)")
     if not any_found:
         print("race_summary.py: no convolution race lines (lockstep logs them with --cudnn-benchmark "
               "--log-level debug)")
