@@ -341,9 +341,7 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
     for (const EnvArgument& e : env_args) flag_variables.emplace_back(e.flag, e.variable);
     const std::string from = variables_behind(err.message(), flag_variables);
     std::string message = from.empty() ? err.message() : fmt::format("{} (set by {})", err.message(), from);
-    // An option that needs the GPU, where --device auto found none: say why.
-    if (!c.device_auto_why.empty() && c.device == "cpu" && message.find("needs --device cuda") != std::string::npos)
-      message += fmt::format("; --device auto chose the CPU: {}", c.device_auto_why);
+    message += auto_device_note(c, err.message());
     if (message == err.message()) throw;
     LS_INPUT_ERROR("{}", message);
   }
@@ -481,8 +479,6 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.layout = one_of("layout", str("layout"), {"nchw", "nhwc"});
   c.conv_algorithm = one_of("conv-algorithm", str("conv-algorithm"), {"auto", "im2col", "winograd"});
   c.zero_stage = std::stoi(one_of("zero-stage", str("zero-stage"), {"0", "1"}));
-  LS_CHECK_INPUT(c.zero_stage == 0 || c.device != "cuda",
-                 "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with --device cuda)");
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
@@ -532,6 +528,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
 // environment variable alone (LOCKSTEP_CHECKPOINT_EVERY needs the directory
 // that LOCKSTEP_CHECKPOINT_DIR or --checkpoint-dir gives).
 void check_combinations(const TrainConfig& c) {
+  LS_CHECK_INPUT(c.zero_stage == 0 || c.device != "cuda",
+                 "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with --device cuda)");
   LS_CHECK_INPUT(c.comm != "nccl" || c.device == "cuda", "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
   LS_CHECK_INPUT(c.precision == "fp32" || c.device == "cuda",
                  "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
@@ -577,6 +575,20 @@ void check_combinations(const TrainConfig& c) {
 }
 
 }  // namespace
+
+std::string auto_device_note(const TrainConfig& c, const std::string& message) {
+  // A check about the device names it; and the other device must not fail the same way.
+  if (c.device_auto_why.empty()) return "";
+  if (message.find("--device") == std::string::npos && message.find("GPU") == std::string::npos) return "";
+  TrainConfig other = c;
+  other.device = c.device == "cuda" ? "cpu" : "cuda";
+  try {
+    check_combinations(other);
+  } catch (const InputError& e) {
+    if (e.message() == message) return "";  // the same error on either device
+  }
+  return fmt::format("; --device auto chose the {}: {}", c.device == "cuda" ? "GPU" : "CPU", c.device_auto_why);
+}
 
 void validate_train_config(const TrainConfig& c, bool rank0) {
   try {

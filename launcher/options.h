@@ -109,6 +109,13 @@ enum class ParseOutcome { Run, Exit };
 // variable. Returns Exit after printing --help or --version.
 ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& config);
 
+// What parse_train_options appends to `message`, an error of its checks
+// between options, when --device auto's choice caused it (the message names
+// the device or the GPU, and the other device does not fail the same way):
+// "; --device auto chose the GPU: 1 GPU visible". Empty when the device was
+// given or does not matter.
+std::string auto_device_note(const TrainConfig& config, const std::string& message);
+
 // Checks that need the filesystem (data dir, output locations) before any
 // work. Outputs, checkpoints and --load-weights are used by rank 0 only and
 // checked only where `rank0` is true.

@@ -69,11 +69,51 @@ TEST_CASE("an option that needs the GPU says why device auto chose the CPU", "[d
   if (here.device == "cpu") {
     CHECK(parse_error({"--precision", "bf16"}) == "--precision bf16: needs --device cuda (the CPU computes in fp32); "
                                                   "--device auto chose the CPU: " + here.why);
-    CHECK(parse_error({"--cuda-graph"}) == "--cuda-graph: needs --device cuda; --device auto chose the CPU: " + here.why);
+    CHECK(parse_error({"--cuda-graph"}) ==
+          "--cuda-graph: needs --device cuda; --device auto chose the CPU: " + here.why);
     // Errors that are not about the GPU are left as they are.
     CHECK(parse_error({"--conv-algorithm", "winograd", "--layout", "nhwc"}).find("--device auto") == std::string::npos);
   } else {  // a GPU machine: the same options are accepted
     CHECK(parse({"--precision", "bf16"}).precision == "bf16");
     CHECK(parse({"--cuda-graph"}).cuda_graph);
+  }
+}
+
+TEST_CASE("the note on option errors names device auto's choice only when it caused them", "[device]") {
+  // As a GPU machine would resolve it: the options a CPU run takes fail there.
+  TrainConfig gpu;
+  gpu.device = "cuda";
+  gpu.device_auto_why = "2 GPUs visible";
+  gpu.conv_algorithm = "winograd";
+  const std::string winograd =
+      "--conv-algorithm winograd: chooses the CPU's convolutions (on the GPU cuDNN chooses; see --cudnn-benchmark)";
+  CHECK(auto_device_note(gpu, winograd) == "; --device auto chose the GPU: 2 GPUs visible");
+  gpu.conv_algorithm = "auto";
+  gpu.zero_stage = 1;
+  CHECK(auto_device_note(gpu, "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with "
+                              "--device cuda)") == "; --device auto chose the GPU: 2 GPUs visible");
+  // Given, not chosen: no note.
+  TrainConfig given = gpu;
+  given.device_auto_why.clear();
+  CHECK(auto_device_note(given, winograd).empty());
+  // An error that is not about the device: no note.
+  TrainConfig cpu;
+  cpu.device = "cpu";
+  cpu.device_auto_why = "no CUDA device is visible";
+  cpu.nesterov = true;
+  cpu.momentum = 0.f;
+  CHECK(auto_device_note(cpu, "--nesterov needs --momentum > 0").empty());
+  // An error about graphs and MPI, which names neither the device nor the GPU: no note.
+  TrainConfig graph = gpu;
+  graph.zero_stage = 0;
+  graph.cuda_graph = true;
+  graph.comm = "mpi";
+  CHECK(auto_device_note(graph, "--cuda-graph and --comm mpi: a graph cannot hold the host-staged gradient average "
+                                "(use NCCL)").empty());
+  // Through the parser, on this machine: the zero-stage check sees the chosen device.
+  if (choose_auto_device().device == "cpu") {
+    CHECK(parse({"--zero-stage", "1"}).zero_stage == 1);
+  } else {
+    CHECK(parse_error({"--zero-stage", "1"}).find("; --device auto chose the GPU: ") != std::string::npos);
   }
 }
