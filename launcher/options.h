@@ -109,6 +109,12 @@ enum class ParseOutcome { Run, Exit };
 // variable. Returns Exit after printing --help or --version.
 ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& config);
 
+// The checks between options parse_train_options runs (option_checks.cpp),
+// once all sources are merged, never on one environment variable alone
+// (LOCKSTEP_CHECKPOINT_EVERY needs the directory that LOCKSTEP_CHECKPOINT_DIR
+// or --checkpoint-dir gives); --device auto is resolved by then.
+void check_option_combinations(const TrainConfig& config);
+
 // What parse_train_options appends to `message`, an error of its checks
 // between options, when --device auto's choice caused it (the message names
 // the device or the GPU, and the other device does not fail the same way):

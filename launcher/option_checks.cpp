@@ -1,0 +1,73 @@
+// The trainer options' checks between options (check_option_combinations,
+// options.h) and the note on the errors --device auto's choice caused.
+#include <string>
+
+#include "core/error.h"
+#include "data/cifar10.h"
+#include "data/mnist.h"
+#include "options.h"
+
+namespace lockstep {
+
+void check_option_combinations(const TrainConfig& c) {
+  LS_CHECK_INPUT(c.zero_stage == 0 || c.device != "cuda",
+                 "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with --device cuda)");
+  LS_CHECK_INPUT(c.comm != "nccl" || c.device == "cuda", "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
+  LS_CHECK_INPUT(c.precision == "fp32" || c.device == "cuda",
+                 "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
+  LS_CHECK_INPUT(!c.cuda_graph || c.device == "cuda", "--cuda-graph: needs --device cuda");
+  LS_CHECK_INPUT(!c.cudnn_benchmark || c.device == "cuda", "--cudnn-benchmark: needs --device cuda");
+  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.device != "cuda",
+                 "--conv-algorithm {}: chooses the CPU's convolutions (on the GPU cuDNN chooses; see --cudnn-benchmark)",
+                 c.conv_algorithm);
+  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.layout == "nchw",
+                 "--conv-algorithm {}: needs --layout nchw (NHWC convolutions on the CPU are always im2col + GEMM)",
+                 c.conv_algorithm);
+  LS_CHECK_INPUT(c.cudnn_deterministic || c.device == "cuda", "--cudnn-nondeterministic: needs --device cuda");
+  LS_CHECK_INPUT(c.cudnn_workspace_mb == TrainConfig{}.cudnn_workspace_mb || c.device == "cuda",
+                 "--cudnn-workspace-mb: needs --device cuda");
+  LS_CHECK_INPUT(!c.cuda_graph || c.comm != "mpi",
+                 "--cuda-graph and --comm mpi: a graph cannot hold the host-staged gradient average (use NCCL)");
+  LS_CHECK_INPUT(!c.cuda_graph || c.accumulate_steps == 1,
+                 "--cuda-graph and --accumulate-steps {}: the captured step is one forward and backward",
+                 c.accumulate_steps);
+  LS_CHECK_INPUT(!c.cuda_graph || c.timeline.empty(),
+                 "--cuda-graph and --timeline: a replayed step has no per-layer host spans to record");
+  LS_CHECK_INPUT(!c.benchmark || c.dataset == "synthetic",
+                 "--benchmark and --dataset {}: benchmark mode trains on synthetic data shaped for the model (drop "
+                 "--dataset)", c.dataset);
+  LS_CHECK_INPUT(c.benchmark || c.benchmark_input == TrainConfig{}.benchmark_input,
+                 "--benchmark-input {}: needs --benchmark (training reads a new batch every step)", c.benchmark_input);
+  LS_CHECK_INPUT(c.benchmark_input != "fixed" || c.augment != "crop-flip",
+                 "--benchmark-input fixed and --augment crop-flip: the one fixed batch is made once, not augmented");
+  LS_CHECK_INPUT(!c.benchmark || c.target_accuracy == 0.f,
+                 "--benchmark and --target-accuracy: benchmark mode does not evaluate");
+  LS_CHECK_INPUT(c.image_size == 0 || c.dataset == "synthetic",
+                 "--image-size and --dataset {}: --image-size shapes synthetic samples (--dataset synthetic or "
+                 "--benchmark); {} keeps its own", c.dataset, c.dataset);
+  LS_CHECK_INPUT(c.eval || c.target_accuracy == 0.f, "--target-accuracy needs evaluation (drop --no-eval)");
+  LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
+  LS_CHECK_INPUT(c.lr_schedule != "step" || c.lr_step_epochs > 0.f, "--lr-schedule step needs --lr-step-epochs > 0");
+  LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
+  LS_CHECK_INPUT(c.dataset != "cifar10" || c.data_dir != kFashionMnistDir,
+                 "--dataset cifar10 needs --data-dir: the directory of data_batch_1.bin ... data_batch_5.bin and "
+                 "test_batch.bin (from {})",
+                 kCifar10Url);
+}
+
+std::string auto_device_note(const TrainConfig& c, const std::string& message) {
+  // A check about the device names it; and the other device must not fail the same way.
+  if (c.device_auto_why.empty()) return "";
+  if (message.find("--device") == std::string::npos && message.find("GPU") == std::string::npos) return "";
+  TrainConfig other = c;
+  other.device = c.device == "cuda" ? "cpu" : "cuda";
+  try {
+    check_option_combinations(other);
+  } catch (const InputError& e) {
+    if (e.message() == message) return "";  // the same error on either device
+  }
+  return fmt::format("; --device auto chose the {}: {}", c.device == "cuda" ? "GPU" : "CPU", c.device_auto_why);
+}
+
+}  // namespace lockstep
