@@ -469,8 +469,11 @@ accepts() {
   shift
   cases=$((cases + 1))
   local code lines ok=1
-  env "${envs[@]}" "$TRAINER" --progress off --epochs 1 --max-steps 1 --no-eval "$@" >"$SCRATCH/stdout" 2>"$SCRATCH/stderr"
+  env "${envs[@]}" "$TRAINER" --progress off --epochs 1 --max-steps 1 --no-eval "$@" >"$SCRATCH/stdout" 2>"$SCRATCH/all-stderr"
   code=$?
+  # The input-bound warning is a measurement: a few ms-long steps on a busy
+  # machine can wait for their batch (seen at 17%). Not what these rows check.
+  grep -v '^warning: input-bound: ' "$SCRATCH/all-stderr" > "$SCRATCH/stderr" || true
   lines=$(grep -c '' "$SCRATCH/stderr")
   [[ $code -eq 0 ]] || { echo "FAIL $name: exit code $code, expected 0"; ok=0; }
   if [[ -z $expect ]]; then
