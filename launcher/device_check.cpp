@@ -1,4 +1,4 @@
-// --device cuda's check and --device auto's choice (device_check.h).
+// --device cuda's check and the choices of --device auto and --layout auto (device_check.h).
 #include "device_check.h"
 
 #include "core/error.h"
@@ -26,6 +26,12 @@ AutoDevice choose_auto_device() {
 #else
   return {"cpu", "this build has no CUDA support"};
 #endif
+}
+
+AutoLayout choose_auto_layout(const std::string& device, const std::string& precision) {
+  if (device != "cuda") return {"nchw", "the CPU"};
+  if (precision == "fp32") return {"nchw", "fp32 on the GPU"};
+  return {"nhwc", fmt::format("{} on the GPU: tensor-core convolutions read and write channels-last", precision)};
 }
 
 }  // namespace lockstep

@@ -1,5 +1,6 @@
 // The trainer's device checks: --device cuda's (that this build has the CUDA
-// parts and this machine a usable GPU) and --device auto's choice.
+// parts and this machine a usable GPU), --device auto's choice, and --layout
+// auto's, which follows from the device and the precision.
 #pragma once
 
 #include <string>
@@ -18,5 +19,18 @@ struct AutoDevice {
   std::string why;
 };
 AutoDevice choose_auto_device();
+
+// --layout auto, once the device is known: "nhwc" for 16-bit precision on the
+// GPU (channels-last is the order tensor-core convolutions read and write; on
+// the H100 it was the faster layout for convnet and resnet50 in bf16), else
+// "nchw" (the CPU's measured layout, and fp32 on the GPU, where cuDNN's
+// deterministic channels-last kernels can be far slower). The layout is
+// internal: inputs, weights and checkpoints are the same either way.
+// `why` says which case applied, for the log.
+struct AutoLayout {
+  std::string layout;
+  std::string why;
+};
+AutoLayout choose_auto_layout(const std::string& device, const std::string& precision);
 
 }  // namespace lockstep

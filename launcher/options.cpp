@@ -154,8 +154,9 @@ cxxopts::Options make_options() {
        s(std::to_string(d.loss_scale_window)))
       ("cuda-graph", "GPU: capture the training step (forward, backward, NCCL averaging, update) in a CUDA graph "
        "and replay it each step: one launch instead of one per kernel", cxxopts::value<bool>()->default_value("false"))
-      ("layout", "memory order of 4-D activations: nchw, or nhwc (channels last, as GPU tensor cores read them); "
-       "the same model, weights and checkpoints either way", s(d.layout))
+      ("layout", "memory order of 4-D activations: auto (nhwc for 16-bit precision on the GPU, else nchw), nchw, "
+       "or nhwc (channels last, as GPU tensor cores read them); the same model, weights and checkpoints either way",
+       s(d.layout))
       ("conv-algorithm", "CPU: how NCHW convolutions run: auto (Winograd for 3x3 and 5x5 stride-1 layers with at "
        "least 16 channels, im2col + GEMM for the rest), im2col (every layer: the fewest roundings), or winograd "
        "(every layer Winograd can take)", s(d.conv_algorithm))
@@ -332,6 +333,11 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
     c.device = std::move(a.device);
     c.device_auto_why = std::move(a.why);
   }
+  if (c.layout == "auto") {  // follows from the device and the precision, so after the device's choice
+    AutoLayout a = choose_auto_layout(c.device, c.precision);
+    c.layout = std::move(a.layout);
+    c.layout_auto_why = std::move(a.why);
+  }
   try {
     check_option_combinations(c);
   } catch (const InputError& err) {  // name the variables behind the options the message names
@@ -474,7 +480,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.cudnn_workspace_mb = positive("cudnn-workspace-mb");
   LS_CHECK_INPUT(c.cudnn_workspace_mb <= 1048576, "--cudnn-workspace-mb: {} is more than 1048576 (1 TiB)",
                  c.cudnn_workspace_mb);
-  c.layout = one_of("layout", str("layout"), {"nchw", "nhwc"});
+  c.layout = one_of("layout", str("layout"), {"auto", "nchw", "nhwc"});
   c.conv_algorithm = one_of("conv-algorithm", str("conv-algorithm"), {"auto", "im2col", "winograd"});
   c.zero_stage = std::stoi(one_of("zero-stage", str("zero-stage"), {"0", "1"}));
   c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});

@@ -64,7 +64,8 @@ struct TrainConfig {
   float loss_scale = 65536.f;             // fp16: initial dynamic loss scale (torch GradScaler's default)
   int loss_scale_window = 2000;           // fp16: finite steps before the scale doubles
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
-  std::string layout = "nchw";            // memory order of 4-D activations: nchw or nhwc (tensor/layout.h)
+  std::string layout = "auto";            // memory order of 4-D activations: nchw or nhwc once parsed (tensor/layout.h;
+                                          // auto: nhwc for 16-bit on the GPU, device_check.h)
   std::string conv_algorithm = "auto";    // CPU convolutions: auto, im2col or winograd (ops/conv2d.h)
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
   bool cudnn_deterministic = true;        // GPU: deterministic convolution algorithms only (--cudnn-nondeterministic)
@@ -101,6 +102,7 @@ struct TrainConfig {
   std::vector<OptionSetting> settings;     // every option, in --help order
   std::vector<std::string> unknown_env;    // LOCKSTEP_* variables that name no option
   std::string device_auto_why;             // --device auto: what this rank found ("1 GPU visible", ...)
+  std::string layout_auto_why;             // --layout auto: which case chose it, for the log (empty when set)
 };
 
 enum class ParseOutcome { Run, Exit };

@@ -129,7 +129,9 @@ step nccl_timeout.np1 mpirun -np 1 gpu_mpi_tests "[nccl_timeout]"
 # ---- training on the GPU (Fashion-MNIST from the bundle) ----
 LENET=(--model lenet --epochs 3 --batch-size 128 --optimizer sgd --lr 0.05 --momentum 0.9 --progress off
        --data-dir "$DATA")
-TRAIN=("${LENET[@]}" --seed 1)
+# NCHW unless a step names NHWC (a later flag wins): --layout auto would take
+# NHWC for the 16-bit modes, and their figures since the first run are NCHW's.
+TRAIN=("${LENET[@]}" --seed 1 --layout nchw)
 CLIP=(--clip-grad-norm 0.5)
 # The CPU references, side by side (3 compute threads each; the GPU machine has
 # 16 cores): lenet at seeds 1-5 and lenet clipped at seed 1. One after another
@@ -163,6 +165,18 @@ device_auto() {
     grep -q '^device: the CPU (--device auto: ' "$OUT/device-auto-hidden.out"
 }
 step train.device.auto device_auto
+# --layout auto (the default): channels-last for 16-bit precision on the GPU, NCHW for fp32.
+layout_auto() {
+  local run=(--model lenet --benchmark --max-steps 8 --batch-size 64 --progress off --device cuda)
+  trainer "${run[@]}" --precision bf16 > "$OUT/layout-auto-bf16.out" 2>&1 &&
+    trainer "${run[@]}" > "$OUT/layout-auto-fp32.out" 2>&1
+  local rc=$?
+  grep -h '^model: ' "$OUT/layout-auto-bf16.out" "$OUT/layout-auto-fp32.out"
+  (( rc == 0 )) &&
+    grep -q '; activations channels-last (--layout auto: bf16 on the GPU: ' "$OUT/layout-auto-bf16.out" &&
+    ! grep -q 'channels-last' "$OUT/layout-auto-fp32.out"
+}
+step train.layout.auto layout_auto
 step train.lenet.nccl.np1  mpirun -np 1 trainer "${TRAIN[@]}" --device cuda --comm nccl --metrics-file "$OUT/lenet-nccl1.jsonl"
 step train.lenet.mpi.np2   mpirun -np 2 trainer "${TRAIN[@]}" --batch-size 64 --device cuda --comm mpi \
                              --metrics-file "$OUT/lenet-mpi2.jsonl"
@@ -256,11 +270,13 @@ step compare.lenet host_env "$PY" "$ROOT/scripts/gpu/compare_lenet.py" "$OUT"
 # steps in a row (one epoch: no drain or loader restart every 6 steps). The
 # .loader steps put the input pipeline back in (a later flag wins). Debug
 # logging puts each convolution race's outcome (contenders, times, engines
-# left out, the one kept) in the step's log.
+# left out, the one kept) in the step's log. A row is NCHW unless it names
+# --layout nhwc (--layout auto would take NHWC for every 16-bit row).
 bench_lockstep() {  # name model batch [flags...]
   local name=$1 model=$2 batch=$3; shift 3
   trainer --model "$model" --benchmark --benchmark-input fixed --epochs 1 --device cuda --cudnn-benchmark \
-    --batch-size "$batch" --max-steps 60 --progress off --log-level debug --metrics-file "$OUT/$name.jsonl" "$@"
+    --batch-size "$batch" --max-steps 60 --progress off --log-level debug --metrics-file "$OUT/$name.jsonl" \
+    --layout nchw "$@"
 }
 step bench.floor                  host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --floor
 step bench.convnet.lockstep       bench_lockstep bench-convnet convnet 1024
@@ -345,7 +361,7 @@ profile_lockstep() {  # name steps trainer-flags...
   host_env "$NCU" --clock-control none --profile-from-start off --csv --metrics gpu__time_duration.sum \
     --print-units base --log-file "$OUT/$name.csv" env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$B/bin/trainer" \
     --benchmark --benchmark-input fixed --epochs 1 --device cuda --cudnn-benchmark --progress off \
-    --max-steps $((6 + steps)) "$@" > /dev/null || return 1
+    --max-steps $((6 + steps)) --layout nchw "$@" > /dev/null || return 1
   host_env "$PY" "$ROOT/scripts/gpu/kernel_times.py" "$OUT/$name.csv" "$steps"
 }
 if [[ "${CHECK_STEPS:-}" == *profile* ]]; then

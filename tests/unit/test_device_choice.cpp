@@ -1,6 +1,7 @@
-// --device auto (launcher/device_check.h): parse_train_options resolves it to
-// this machine's device and says why; options that need the GPU name that
-// reason when auto chose the CPU, and only then.
+// --device auto and --layout auto (launcher/device_check.h): parse_train_options
+// resolves them to this machine's device, and to the layout that device and
+// the precision call for, and says why; options that need the GPU name the
+// device's reason when auto chose the CPU, and only then.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -115,5 +116,36 @@ TEST_CASE("the note on option errors names device auto's choice only when it cau
     CHECK(parse({"--zero-stage", "1"}).zero_stage == 1);
   } else {
     CHECK(parse_error({"--zero-stage", "1"}).find("; --device auto chose the GPU: ") != std::string::npos);
+  }
+}
+
+TEST_CASE("layout auto takes channels-last for 16-bit precision on the GPU and NCHW otherwise", "[device]") {
+  CHECK(choose_auto_layout("cuda", "bf16").layout == "nhwc");
+  CHECK(choose_auto_layout("cuda", "fp16").layout == "nhwc");
+  CHECK(choose_auto_layout("cuda", "bf16").why ==
+        "bf16 on the GPU: tensor-core convolutions read and write channels-last");
+  CHECK(choose_auto_layout("cuda", "fp32").layout == "nchw");
+  CHECK(choose_auto_layout("cuda", "fp32").why == "fp32 on the GPU");
+  CHECK(choose_auto_layout("cpu", "fp32").layout == "nchw");
+  CHECK(choose_auto_layout("cpu", "fp32").why == "the CPU");
+
+  // Through the parser: auto is the default and follows the device chosen.
+  const TrainConfig dflt = parse({});
+  CHECK(dflt.layout == "nchw");  // fp32 on either device
+  CHECK(dflt.layout_auto_why == choose_auto_layout(dflt.device, "fp32").why);
+  for (const OptionSetting& s : dflt.settings)
+    if (s.option == "layout") CHECK(s.value == "auto");
+  // Given, not chosen: kept, with no reason.
+  const TrainConfig nhwc = parse({"--layout", "nhwc"});
+  CHECK(nhwc.layout == "nhwc");
+  CHECK(nhwc.layout_auto_why.empty());
+  CHECK(parse({"--device", "cpu", "--layout", "nchw"}).layout_auto_why.empty());
+  // The CPU's own convolution choice needs NCHW, which auto gives it there.
+  CHECK(parse({"--device", "cpu", "--conv-algorithm", "winograd"}).layout == "nchw");
+  if (choose_auto_device().device == "cuda") {
+    const TrainConfig bf16 = parse({"--precision", "bf16"});
+    CHECK(bf16.layout == "nhwc");
+    CHECK(bf16.layout_auto_why == choose_auto_layout("cuda", "bf16").why);
+    CHECK(parse({"--precision", "bf16", "--layout", "nchw"}).layout == "nchw");
   }
 }
