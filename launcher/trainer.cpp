@@ -269,10 +269,8 @@ void Trainer::start() {
                  : fmt::format(", {} warmup steps", sched_.warmup_steps),
              c_.label_smoothing > 0.f ? fmt::format(", label smoothing {}", c_.label_smoothing) : "",
              c_.clip_grad_norm > 0.f ? fmt::format(", gradients clipped to norm {}", c_.clip_grad_norm) : "",
-             c_.layout != "nhwc"               ? ""
-             : c_.layout_auto_why.empty() ? "; activations channels-last (--layout nhwc)"
-                                          : fmt::format("; activations channels-last (--layout auto: {})",
-                                                        c_.layout_auto_why));
+             c_.layout != "nhwc" ? "" : fmt::format("; activations channels-last (--layout {})",
+                                         c_.layout_auto_why.empty() ? "nhwc" : "auto: " + c_.layout_auto_why));
   log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS {}",
              micro_batch_, world, world == 1 ? "" : "es",
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",

@@ -3,7 +3,12 @@
 // metrics file's summary record -- and the clipping figures the epoch lines
 // report (trainer.h has the class; trainer.cpp the loop).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "metrics.h"
 #include "nn/step_floor.h"
@@ -34,6 +39,25 @@ WindowRates window_rates(const std::vector<double>& step_seconds, double images_
   std::sort(rates.begin(), rates.end());
   const size_t n = rates.size();
   return {n, n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]), rates.front(), rates.back()};
+}
+
+// What the run holds between steps, by owner, in bytes (Model::memory_held,
+// the optimizer's state and, on the GPU, the cuDNN workspace), in the order
+// the log line gives them; the last is the sum.
+std::vector<std::pair<std::string, int64_t>> held_memory(const Model::MemoryHeld& m, int64_t optimizer_bytes,
+                                                         std::optional<int64_t> workspace_bytes) {
+  std::vector<std::pair<std::string, int64_t>> parts = {{"parameters", m.parameters},
+                                                        {"gradients", m.gradients},
+                                                        {"optimizer state", optimizer_bytes},
+                                                        {"buffers", m.buffers},
+                                                        {"activations", m.layers.activations},
+                                                        {"activation gradients", m.layers.activation_gradients},
+                                                        {"layer scratch", m.layers.scratch}};
+  if (workspace_bytes) parts.emplace_back("cuDNN workspace", *workspace_bytes);
+  int64_t total = 0;
+  for (const auto& part : parts) total += part.second;
+  parts.emplace_back("total", total);
+  return parts;
 }
 
 }  // namespace
@@ -84,6 +108,26 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       memory["gpu_steady_peak_allocated_mib"] = static_cast<double>(m.steady_peak_allocated_bytes) / mib;
     memory["gpu_workspace_mib"] = static_cast<double>(m.workspace_bytes) / mib;
   }
+  const int64_t optimizer_bytes = opt_->state_bytes();
+  const int64_t workspace_bytes = dev_ ? dev_->memory_stats().workspace_bytes : 0;
+  const auto held = held_memory(model_->memory_held(), optimizer_bytes,
+                                 dev_ ? std::optional<int64_t>(workspace_bytes) : std::nullopt);
+  std::string line;
+  for (const auto& [name, bytes] : held) {
+    std::string key = name;  // "optimizer state" -> optimizer_state, "cuDNN workspace" -> cudnn_workspace
+    for (char& ch : key) ch = ch == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    memory["held_mib"][key] = static_cast<double>(bytes) / mib;
+    if (name != "total") line += fmt::format("{}{} {:.1f}", line.empty() ? "" : ", ", name, bytes / mib);
+  }
+  const double held_total_mib = static_cast<double>(held.back().second) / mib;
+  // On the GPU, what the timed steps' peak holds beyond that: the step's
+  // transients, the communication buffers and the allocator's rounding.
+  log_->info("memory held between steps: {} MiB: {:.1f} MiB in all{}", line, held_total_mib,
+             memory.contains("gpu_steady_peak_allocated_mib")
+                 ? fmt::format("; the timed steps' GPU peak is {:.1f} MiB above that (transients within the step, "
+                               "communication buffers, the allocator's rounding)",
+                               memory["gpu_steady_peak_allocated_mib"].get<double>() - held_total_mib)
+                 : "");
   if (n > 0)
     log_->info("Average time TRAIN {:.2f}s{} ({}) | {} after {} warm-up steps", tr / n,
                c_.eval ? fmt::format(" TEST {:.2f}s", te / n) : std::string(),

@@ -20,6 +20,13 @@ BatchNorm2d::BatchNorm2d(int64_t channels, float eps, float momentum) : c_(chann
 
 std::string BatchNorm2d::describe() const { return fmt::format("BatchNorm2d({})", c_); }
 
+HeldMemory BatchNorm2d::held_memory() const {
+  const auto vec = [](const auto& v) { return static_cast<int64_t>(v.size() * sizeof(v[0])); };
+  return {0, 0,
+          vec(mean_) + vec(invstd_) + vec(scale_) + vec(shift_) + vec(sums_) + vec(a_) + vec(b_coef_) + vec(d_) +
+              vec(host_sync_) + static_cast<int64_t>(dev_f_.nbytes() + dev_d_.nbytes())};
+}
+
 Shape BatchNorm2d::output_shape(const Shape& in) const {
   LS_CHECK(in.rank() == 4 && in[1] == c_, "{} expects input [N, {}, H, W], got {}", describe(), c_, in.str());
   return in;

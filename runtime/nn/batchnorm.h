@@ -40,6 +40,7 @@ class BatchNorm2d final : public Module {
   void forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx);
   bool backward_reads_output() const override { return relu_; }
   void set_layout(Layout layout) override { layout_ = layout; }
+  HeldMemory held_memory() const override;  // the statistics and coefficients, host and device
 
  private:
   // The kernels' view of x: [N, C, H*W] in NCHW; in NHWC [N*H*W, C, 1], which

@@ -29,6 +29,7 @@ class Linear final : public Module {
   void init(Rng& rng) override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  HeldMemory held_memory() const override { return {0, 0, static_cast<int64_t>(w16_.nbytes())}; }
   bool has_parameters() const override { return true; }
   std::vector<const Parameter*> parameters() const override { return b_ ? std::vector<const Parameter*>{w_, b_} : std::vector<const Parameter*>{w_}; }
   int64_t forward_flops(const Shape& in) const override { return 2 * in[0] * in_ * out_; }
@@ -56,6 +57,10 @@ class Conv2d final : public Module {
   void init(Rng& rng) override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  // The 16-bit weight and the Winograd filter transform (the per-thread buffers are the model's).
+  HeldMemory held_memory() const override {
+    return {0, 0, static_cast<int64_t>(w16_.nbytes()) + ws_.shared_bytes()};
+  }
   bool has_parameters() const override { return true; }
   std::vector<const Parameter*> parameters() const override { return b_ ? std::vector<const Parameter*>{w_, b_} : std::vector<const Parameter*>{w_}; }
   int64_t forward_flops(const Shape& in) const override;
@@ -103,6 +108,7 @@ class Pool2d final : public Module {
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  HeldMemory held_memory() const override { return {0, 0, static_cast<int64_t>(argmax_.nbytes())}; }
   void set_layout(Layout layout) override { layout_ = layout; }
 
  private:
@@ -147,6 +153,7 @@ class Dropout final : public Module {
   void declare(ParameterStore& store, const std::string& prefix) override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  HeldMemory held_memory() const override { return {0, 0, static_cast<int64_t>(mask_.nbytes())}; }
   Aliasing aliasing() const override { return Aliasing::InPlace; }
   void set_layout(Layout layout) override { layout_ = layout; }
   int64_t forward_traffic(const Shape&) const override { return 0; }  // fusable into the layer before

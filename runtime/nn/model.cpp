@@ -59,4 +59,15 @@ std::string Model::summary() const {
   return s;
 }
 
+Model::MemoryHeld Model::memory_held() const {
+  const auto bytes = [](const Tensor& t) { return static_cast<int64_t>(t.nbytes()); };
+  MemoryHeld m;
+  m.parameters = bytes(params_.values());
+  m.gradients = bytes(params_.grads());
+  m.buffers = bytes(buffers_.values()) + bytes(buffers_.grads());
+  m.layers = net_.held_memory();
+  if (net_.scratch()) m.layers += net_.scratch()->held_memory();
+  return m;
+}
+
 }  // namespace lockstep

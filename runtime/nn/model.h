@@ -40,6 +40,16 @@ class Model {
   Device device() const { return params_.device(); }
   std::string summary() const;             // one line per layer with output shapes
 
+  // What the model holds between steps, in bytes: its stores, and what its
+  // layers hold (Module::held_memory) with the shared scratch's gradient and
+  // convolution buffers, as planned for the largest batch seen so far.
+  struct MemoryHeld {
+    int64_t parameters = 0, gradients = 0, buffers = 0;
+    HeldMemory layers;
+    int64_t total() const { return parameters + gradients + buffers + layers.total(); }
+  };
+  MemoryHeld memory_held() const;
+
  private:
   std::string name_;
   Sequential net_;

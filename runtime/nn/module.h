@@ -49,6 +49,23 @@ class StatsReducer {
   }
 };
 
+// Memory a module keeps from one step to the next besides its parameters
+// (the parameter and buffer stores hold those), in bytes. Containers add
+// their layers'; the model's SharedScratch is counted once, by the model.
+struct HeldMemory {
+  int64_t activations = 0;           // outputs kept for backward; the first layer's cast or reordered input
+  int64_t activation_gradients = 0;  // dL/d(activation) buffers
+  int64_t scratch = 0;  // per-layer state: pooling argmax, dropout masks, 16-bit weights, batch-norm statistics,
+                        // the CPU convolutions' buffers
+  HeldMemory& operator+=(const HeldMemory& o) {
+    activations += o.activations;
+    activation_gradients += o.activation_gradients;
+    scratch += o.scratch;
+    return *this;
+  }
+  int64_t total() const { return activations + activation_gradients + scratch; }
+};
+
 struct ForwardContext {
   bool training = true;
   // Keys for stochastic layers (dropout): draws depend on the global sample
@@ -130,6 +147,8 @@ class Module {
   // sum their layers. The memory-traffic floor of a training step
   // (nn/traffic_floor.h) is built from it.
   virtual int64_t forward_traffic(const Shape& input) const { return input.numel() + output_shape(input).numel(); }
+  // What this module holds between steps (see HeldMemory); nothing by default.
+  virtual HeldMemory held_memory() const { return {}; }
 };
 
 }  // namespace lockstep

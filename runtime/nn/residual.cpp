@@ -65,6 +65,12 @@ int64_t Residual::forward_traffic(const Shape& in) const {
   return branch_.forward_traffic(in) + (shortcut_.size() ? shortcut_.forward_traffic(in) : 0) + out.numel();
 }
 
+HeldMemory Residual::held_memory() const {
+  HeldMemory h = branch_.held_memory();
+  h += shortcut_.held_memory();
+  return h;
+}
+
 void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   joined_ = false;
   if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {

@@ -54,6 +54,7 @@ class Residual final : public Module {
   }
   // The chains run at `depth`; so does this block's shortcut gradient.
   void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) override;
+  HeldMemory held_memory() const override;  // the branch's and the shortcut's
 
   Sequential& branch() { return branch_; }
   Sequential& shortcut() { return shortcut_; }

@@ -149,6 +149,14 @@ int64_t Sequential::activation_bytes() const {
   return b;
 }
 
+HeldMemory Sequential::held_memory() const {
+  HeldMemory h;
+  h.activations = activation_bytes() + static_cast<int64_t>(cast_buf_.nbytes() + layout_buf_.nbytes());
+  h.activation_gradients = static_cast<int64_t>(cast_grad_buf_.nbytes() + layout_grad_buf_.nbytes());
+  for (const auto& layer : layers_) h += layer->held_memory();
+  return h;
+}
+
 Tensor Sequential::grad_buffer(int which) const {
   return scratch_->buffer(depth_, which ? SharedScratch::kGradB : SharedScratch::kGradA);
 }

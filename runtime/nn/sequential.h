@@ -134,6 +134,9 @@ class Sequential {
   // Bytes of the activations this chain owns (not counting nested chains or
   // the shared scratch), for the current plan; 0 before the first forward.
   int64_t activation_bytes() const;
+  // What the chain and its layers hold between steps (module.h HeldMemory),
+  // not counting the shared scratch (the model counts that once).
+  HeldMemory held_memory() const;
 
  private:
   // forward() running the first `count` layers (binding every activation).

@@ -30,4 +30,11 @@ void SharedScratch::fill(float value) {
   ws_.fill_thread_buffers(value);
 }
 
+HeldMemory SharedScratch::held_memory() const {
+  HeldMemory h;
+  for (const Tensor& t : bufs_) h.activation_gradients += static_cast<int64_t>(t.nbytes());
+  h.scratch = ws_.thread_bytes() + ws_.shared_bytes();
+  return h;
+}
+
 }  // namespace lockstep

@@ -24,6 +24,7 @@
 #include <memory>
 #include <vector>
 
+#include "nn/module.h"
 #include "ops/workspace.h"
 #include "tensor/tensor.h"
 
@@ -50,6 +51,9 @@ class SharedScratch {
   // Sets every element of every buffer (host fp32 buffers; tests: NaN there
   // shows a layer that reads what another layer left).
   void fill(float value);
+  // Bytes held: the gradient buffers (activation_gradients) and the CPU
+  // convolutions' per-thread buffers (scratch).
+  HeldMemory held_memory() const;
 
  private:
   std::vector<Tensor> bufs_;  // [depth * kSlots + slot]

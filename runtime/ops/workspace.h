@@ -46,6 +46,13 @@ class Workspace {
   // From now on this workspace uses `other`'s per-thread buffers (and they
   // both grow them); its own are released.
   void share_thread_buffers(const Workspace& other) { threads_ = other.threads_; }
+  // Bytes held: the per-thread buffers (shared with every sharer) and `shared`.
+  int64_t thread_bytes() const {
+    int64_t b = 0;
+    for (const Tensor& t : *threads_) b += static_cast<int64_t>(t.nbytes());
+    return b;
+  }
+  int64_t shared_bytes() const { return static_cast<int64_t>(shared_.nbytes()); }
   // Sets every element of the per-thread buffers (tests: NaN there shows a
   // call that reads what an earlier call left).
   void fill_thread_buffers(float value) {

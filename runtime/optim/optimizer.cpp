@@ -28,6 +28,12 @@ Optimizer::Optimizer(ParameterStore& params, const OptimizerConfig& config) : pa
   state_numel_ = params.padded_numel();
 }
 
+int64_t Optimizer::state_bytes() {
+  int64_t b = 0;
+  for (const auto& slot : state_slots()) b += static_cast<int64_t>(slot.second->nbytes());
+  return b;
+}
+
 std::vector<std::pair<std::string, Tensor*>> Optimizer::state() {
   std::vector<std::pair<std::string, Tensor*>> slots = state_slots();
   for (auto& [name, t] : slots)

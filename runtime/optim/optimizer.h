@@ -49,6 +49,8 @@ class Optimizer {
   std::vector<std::pair<std::string, Tensor*>> state();
   // How many state tensors it keeps (SGD with momentum 1, Adam 2, plain SGD 0); allocates nothing.
   size_t state_count() { return state_slots().size(); }
+  // Bytes the state tensors hold now (0 before their first use); allocates nothing.
+  int64_t state_bytes();
   // ZeRO-1: from now on update only the `owned` elements of the flat buffers
   // (sorted, disjoint ranges) and keep only their state: each state tensor
   // becomes [total owned] with the owned elements' current values (zeros if

@@ -19,6 +19,10 @@ A second table gives each lockstep run's peak GPU memory beside PyTorch
 eager's (torch.cuda.max_memory_allocated over the run): lockstep's peak over
 the whole run, over its timed steps alone (no races, captures or first-step
 growth) and the cuDNN workspace it held at the end -- where a peak comes from.
+"held between steps" is the summary's held_mib: what the model, optimizer and
+workspace keep from step to step (in brackets: activations / activation
+gradients / layer scratch); "timed peak - held" is what the step's transients,
+communication buffers and the allocator's rounding add on top.
 
   python3 scripts/gpu/bench_table.py OUT_DIR
 """
@@ -53,7 +57,7 @@ def lockstep_runs(out):
                "floor_bytes": summary.get("floor_bytes_per_step"),
                "peak_mib": summary.get("gpu_peak_allocated_mib"),
                "steady_peak_mib": summary.get("gpu_steady_peak_allocated_mib"),
-               "workspace_mib": summary.get("gpu_workspace_mib")}
+               "workspace_mib": summary.get("gpu_workspace_mib"), "held": summary.get("held_mib")}
 
 
 def floor_rates(out):
@@ -131,16 +135,24 @@ def main():
         return
     print()
     print("| model | precision | layout | lockstep run | peak MiB allocated | timed steps' peak | cuDNN workspace | "
-          "PyTorch eager peak | ratio |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+          "held between steps | timed peak - held | PyTorch eager peak | ratio |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         if r["peak_mib"] is None:
             continue
         eager_rec = torch.get((r["model"], r["precision"], r["layout"], "eager"))
         theirs = eager_rec.get("peak_allocated_mib") if eager_rec else None
         ratio = f"{r['peak_mib'] / theirs:.2f}x" if theirs else "-"
+        held, beyond = "-", "-"
+        if r["held"]:
+            h = r["held"]
+            held = (f"{mib(h['total'])} ({mib(h['activations'])} / {mib(h['activation_gradients'])} / "
+                    f"{mib(h['layer_scratch'])})")
+            if r["steady_peak_mib"] is not None:
+                beyond = mib(r["steady_peak_mib"] - h["total"])
         print(f"| {r['model']} | {r['precision']} | {r['layout']} | {r['variant']} | {mib(r['peak_mib'])} | "
-              f"{mib(r['steady_peak_mib'])} | {mib(r['workspace_mib'])} | {mib(theirs)} | {ratio} |")
+              f"{mib(r['steady_peak_mib'])} | {mib(r['workspace_mib'])} | {held} | {beyond} | {mib(theirs)} | "
+              f"{ratio} |")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ grep -q $'\r' "$WORK/out" && fail "progress bar drawn although stdout is not a t
   || fail "expected three seed-style epoch lines"
 grep -qE '^Average time TRAIN [0-9.]+s TEST [0-9.]+s \(epochs 2-3\)' "$WORK/out" || fail "average line"
 grep -qE '^memory: host peak resident [0-9]+ MiB$' "$WORK/out" || fail "memory line"
+HELD='^memory held between steps: parameters [0-9.]+, gradients [0-9.]+, optimizer state [0-9.]+, buffers [0-9.]+, '
+HELD+='activations [0-9.]+, activation gradients [0-9.]+, layer scratch [0-9.]+ MiB: [0-9.]+ MiB in all$'
+grep -qE "$HELD" "$WORK/out" || fail "held-memory line"
 
 python3 - "$WORK/m.jsonl" <<'PY'
 import json, sys
@@ -51,6 +54,15 @@ for k in ["world_size", "steps", "epochs", "images_per_sec", "test_acc", "train_
 assert s["world_size"] == 1 and s["steps"] == 96 and s["epochs"] == 3 and s["images_per_sec"] > 0, s
 # The process's memory high-water mark: more than the binary alone, less than the machine.
 assert 10 < s["host_peak_resident_mib"] < 64 * 1024 and "gpu_peak_allocated_mib" not in s, s
+# What the run holds between steps, by owner: mlp has as many gradients as parameters, SGD with
+# momentum one state tensor of that size, no batch norm; the parts add up; no cuDNN on the CPU.
+h = s["held_mib"]
+parts = ["parameters", "gradients", "optimizer_state", "buffers", "activations", "activation_gradients",
+         "layer_scratch"]
+assert sorted(h) == sorted(parts + ["total"]), h
+assert h["parameters"] > 0 and h["gradients"] == h["parameters"] == h["optimizer_state"], h
+assert h["buffers"] == 0 and h["activations"] > 0 and h["activation_gradients"] > 0, h
+assert abs(sum(h[k] for k in parts) - h["total"]) < 1e-6, h
 assert epochs[-1]["test_acc"] > 0.5, "mlp did not learn the synthetic classes"
 print("metrics ok:", s)
 PY

@@ -1,0 +1,93 @@
+// What a model holds between steps (Model::memory_held, Module::held_memory):
+// each figure against the memory plan it should come from, computed here from
+// the planned shapes and aliasing, not from the tensors the figure sums.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "nn/layers.h"
+#include "nn/residual.h"
+#include "registry.h"
+
+using namespace lockstep;
+
+namespace {
+
+std::unique_ptr<Model> build(const std::string& name, Shape sample) {
+  return models::build_model(name, models::ModelSpec{sample, 10}, 1);
+}
+
+void forward_backward(Model& m, int64_t batch) {
+  Tensor x = Tensor::zeros(m.batch_shape(batch));
+  ForwardContext fctx;
+  m.net().forward(x, fctx);
+  Tensor dy = m.net().output_grad();
+  dy.fill(0.01f);
+  m.net().backward(BackwardContext{});
+}
+
+// Bytes of the outputs a chain's plan gives memory of its own (fp32): the
+// layers planned with no aliasing.
+int64_t planned_output_bytes(const Sequential& net, const Shape& in) {
+  const std::vector<Shape> shapes = net.shapes(in);
+  int64_t b = 0;
+  for (size_t i = 0; i < net.size(); ++i)
+    if (net.planned_aliasing()[i] == Aliasing::None) b += shapes[i].numel() * 4;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a model's held memory is its stores, its planned activations and two gradient buffers", "[memory]") {
+  auto m = build("convnet", Shape{1, 28, 28});
+  Model::MemoryHeld before = m->memory_held();
+  CHECK(before.parameters == m->params().padded_numel() * 4);
+  CHECK(before.gradients == m->params().padded_numel() * 4);
+  CHECK(before.buffers == 0);  // convnet has no batch norm
+  CHECK(before.layers.activations == 0);  // nothing planned before the first forward
+
+  const int64_t batch = 8;
+  forward_backward(*m, batch);
+  const Model::MemoryHeld held = m->memory_held();
+  const Shape in = m->batch_shape(batch);
+  CHECK(held.layers.activations == planned_output_bytes(m->net(), in));
+  // The chain's two ping-pong gradient buffers, each the largest activation (or the input).
+  int64_t largest = in.numel();
+  for (const Shape& s : m->net().shapes(in)) largest = std::max(largest, s.numel());
+  CHECK(held.layers.activation_gradients == 2 * largest * 4);
+  // Max pooling keeps an int32 argmax per output element; the convolutions' buffers come on top.
+  int64_t argmax = 0;
+  const std::vector<Shape> shapes = m->net().shapes(in);
+  for (size_t i = 0; i < m->net().size(); ++i)
+    if (m->net().layer(i).describe().rfind("MaxPool", 0) == 0) argmax += shapes[i].numel() * 4;
+  REQUIRE(argmax > 0);
+  CHECK(held.layers.scratch > argmax);
+  CHECK(held.total() == held.parameters + held.gradients + held.buffers + held.layers.activations +
+                            held.layers.activation_gradients + held.layers.scratch);
+
+  // A larger batch grows the plan; a smaller one keeps it (memory is never given back mid-run).
+  forward_backward(*m, 2 * batch);
+  CHECK(m->memory_held().layers.activations == planned_output_bytes(m->net(), m->batch_shape(2 * batch)));
+  forward_backward(*m, batch);
+  CHECK(m->memory_held().layers.activations == planned_output_bytes(m->net(), m->batch_shape(2 * batch)));
+}
+
+TEST_CASE("a ResNet's held activations include every residual block's chains", "[memory]") {
+  auto m = build("resnet20", Shape{3, 32, 32});
+  const int64_t batch = 4;
+  forward_backward(*m, batch);
+  const Model::MemoryHeld held = m->memory_held();
+  int64_t chains = m->net().activation_bytes();
+  int64_t blocks = 0;
+  for (size_t i = 0; i < m->net().size(); ++i)
+    if (auto* r = dynamic_cast<Residual*>(&m->net().layer(i))) {
+      chains += r->branch().activation_bytes() + r->shortcut().activation_bytes();
+      ++blocks;
+    }
+  REQUIRE(blocks > 0);
+  CHECK(held.layers.activations == chains);
+  CHECK(held.layers.activations > m->net().activation_bytes());
+  // Batch norm's running statistics are the buffer store's.
+  CHECK(held.buffers == m->buffers().values().nbytes() + m->buffers().grads().nbytes());
+  CHECK(held.buffers > 0);
+}
