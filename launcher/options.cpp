@@ -113,7 +113,8 @@ cxxopts::Options make_options() {
       ("max-steps", "stop after this many optimizer steps (0 = no limit)", s("0"))
       ("batch-size", "samples per process per step", s(std::to_string(d.batch_size)))
       ("global-batch-size", "samples per step over all processes, split evenly (0 = batch-size x processes)", s("0"))
-      ("eval-batch-size", "samples per process per evaluation batch (0 = max(batch-size, 256))", s("0"))
+      ("eval-batch-size", "samples per process per evaluation batch (0 = the training batch per process, so "
+       "evaluation needs no more memory than a training step)", s("0"))
       ("accumulate-steps", "backward passes (micro-batches) per optimizer step; --batch-size is per micro-batch",
        s(std::to_string(d.accumulate_steps)))
       ("target-accuracy", "stop after the first epoch whose test accuracy reaches this fraction (0 = off)", s("0"))

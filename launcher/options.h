@@ -33,7 +33,7 @@ struct TrainConfig {
   int64_t max_steps = 0;  // 0 = no limit
   int64_t batch_size = 128;         // per process
   int64_t global_batch_size = 0;    // 0 = batch_size * world; else split evenly
-  int64_t eval_batch_size = 0;      // 0 = max(batch_size, 256)
+  int64_t eval_batch_size = 0;      // 0 = the training batch per process (evaluation fits where training does)
   int accumulate_steps = 1;         // backward passes per optimizer step
   float target_accuracy = 0.f;      // stop after the epoch whose test accuracy reaches this (0 = off)
   bool eval = true;                 // evaluate on the test set after each epoch (--no-eval: never)

@@ -84,7 +84,8 @@ void Trainer::setup() {
                  "--global-batch-size {} does not split evenly over {} ranks x {} accumulation steps", global_batch_,
                  world, K);
   micro_batch_ = global_batch_ / world / K;
-  eval_batch_ = c_.eval_batch_size > 0 ? c_.eval_batch_size : std::max<int64_t>(micro_batch_, 256);
+  // Not larger by default: the activation plan grows to the largest batch seen and stays (resnet50: 80 MB a sample).
+  eval_batch_ = c_.eval_batch_size > 0 ? c_.eval_batch_size : micro_batch_;
 
   if (c_.dataset == "synthetic") {
     const Shape shape{c_.synthetic_shape[0], c_.synthetic_shape[1], c_.synthetic_shape[2]};
@@ -247,71 +248,7 @@ void Trainer::start() {
     dev_->restore_loss_scale(st);
   }
 
-  const int world = comm_.size();
-  log_->info("lockstep {} | {} on {} ({} train / {} test samples of {}){}", LOCKSTEP_VERSION, c_.model, c_.dataset,
-             group_thousands(static_cast<double>(train_->size())), group_thousands(static_cast<double>(test_->size())),
-             train_->sample_shape().str(),
-             augmentation(c_) == "crop-flip"
-                 ? fmt::format(", augmented: random crop (pad {}) and horizontal flip", kCropPad)
-                 : "");
-  log_->info("configuration: {}", describe_settings(c_));
-  if (!c_.unknown_env.empty() && comm_.rank() == 0)
-    log_->warn("ignored: {} {} set but {} no trainer option (see trainer --help)", fmt::join(c_.unknown_env, ", "),
-               c_.unknown_env.size() == 1 ? "is" : "are", c_.unknown_env.size() == 1 ? "names" : "name");
-  log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}{}, lr {} ({}{}){}{}{}",
-             group_thousands(static_cast<double>(model_->params().numel())),
-             static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(),
-             c_.decay_bn_bias ? "" : " without decay on biases and batch norm", describe_lr(c_, global_batch_),
-             c_.lr_schedule,
-             !sched_.warmup_steps ? ""
-             : sched_.warmup_start_lr > 0.f
-                 ? fmt::format(", {} warmup steps from {}", sched_.warmup_steps, sched_.warmup_start_lr)
-                 : fmt::format(", {} warmup steps", sched_.warmup_steps),
-             c_.label_smoothing > 0.f ? fmt::format(", label smoothing {}", c_.label_smoothing) : "",
-             c_.clip_grad_norm > 0.f ? fmt::format(", gradients clipped to norm {}", c_.clip_grad_norm) : "",
-             c_.layout != "nhwc" ? "" : fmt::format("; activations channels-last (--layout {})",
-                                         c_.layout_auto_why.empty() ? "nhwc" : "auto: " + c_.layout_auto_why));
-  log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS {}",
-             micro_batch_, world, world == 1 ? "" : "es",
-             c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
-             global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
-  const std::string chosen = c_.device_auto_why.empty() ? "" : fmt::format(" (--device auto: {})", c_.device_auto_why);
-  if (!dev_ && !chosen.empty()) log_->info("device: the CPU{}", chosen);
-  if (dev_)
-    log_->info("device: {}{}{}{}", dev_->describe(), chosen,
-               c_.precision == "fp32"
-                   ? ""
-                   : fmt::format("; precision {} (activations and tensor-core math in {}; fp32 weights, gradients "
-                                 "and gradient averaging{})",
-                                 c_.precision, c_.precision,
-                                 c_.precision == "fp16"
-                                     ? fmt::format("; dynamic loss scale from {}, doubled after {} finite steps",
-                                                   c_.loss_scale, c_.loss_scale_window)
-                                     : ""),
-               c_.cuda_graph ? fmt::format("; --cuda-graph: each batch slot's step captured after {} eager steps, "
-                                           "then replayed (again after each evaluation)",
-                                           DeviceRuntime::kGraphWarmup)
-                             : "");
-  if (world > 1 || dev_ || c_.zero_stage)
-    log_->info("world: {} rank{} on {} node{}; {}{}", world, world == 1 ? "" : "s", comm_.nodes(),
-               comm_.nodes() == 1 ? "" : "s", dopt_->describe(),
-               hierarchical_ ? fmt::format("; hierarchical allreduce: within each host, then along {} hosts",
-                                           comm_.nodes())
-                             : "");
-  if (!hierarchy_note_.empty() && comm_.rank() == 0) log_->warn("{}", hierarchy_note_);  // the same on every rank
-  if (resumed_from_)
-    log_->info("resumed from {} at step {} (epoch {}, step {} of it){}", *resumed_from_, progress_.step,
-               progress_.epoch + 1, progress_.step_in_epoch,
-               resumed_loss_scale_.scale > 0.f && c_.precision == "fp16"
-                   ? fmt::format("; fp16 loss scale {}, {} steps skipped so far", resumed_loss_scale_.scale,
-                                 resumed_loss_scale_.skipped)
-                   : "");
-  if (dev_ && c_.layout == "nhwc" && c_.precision == "fp32" && c_.cudnn_deterministic && rank0())
-    log_->warn("--layout nhwc in fp32: cuDNN's deterministic fp32 channels-last kernels can be far slower than NCHW "
-               "(convnet on an H100: 765 against 10,069 img/s); NHWC is for 16-bit tensor cores (docs/gpu.md)");
-  if (c_.sync_batchnorm && model_->buffers().params().empty())
-    log_->warn("--sync-batchnorm: model {} has no batch norm layers; nothing to synchronise", c_.model);
-  log_->debug("layers:\n{}", model_->summary());
+  report_start();
 }
 
 EvalResult Trainer::evaluate() {

@@ -90,6 +90,7 @@ class Trainer {
 
  private:
   EvalResult evaluate();
+  void report_start();  // the start-up log lines (trainer_report.cpp)
   bool rank0() const { return comm_.rank() == 0; }
   void checkpoint();
   int agree_on_stop();  // collective: the largest stop request of any rank

@@ -67,6 +67,16 @@ assert epochs[-1]["test_acc"] > 0.5, "mlp did not learn the synthetic classes"
 print("metrics ok:", s)
 PY
 
+# Evaluation holds no more than training: by default it runs at the training batch, so the
+# activations held after the run (which evaluated) are those of a run that never evaluates.
+"$TRAINER" $ARGS --epochs 1 --max-steps 2 --no-eval --metrics-file "$WORK/noeval.jsonl" > /dev/null
+python3 - "$WORK/m.jsonl" "$WORK/noeval.jsonl" <<'PY'
+import json, sys
+held = [[json.loads(l) for l in open(f)][-1]["held_mib"] for f in sys.argv[1:]]
+assert held[0]["activations"] == held[1]["activations"], held
+print("evaluation held the training plan's activations:", held[0]["activations"], "MiB")
+PY
+
 # The saved weights load back: evaluating them again gives the same test accuracy as
 # the last epoch (0 training steps are not allowed, so train one step at lr ~0 and compare).
 "$TRAINER" $ARGS --epochs 1 --max-steps 1 --lr 1e-30 --load-weights "$WORK/w.safetensors" \
