@@ -317,6 +317,16 @@ void Trainer::graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulato
 }
 
 TrainSummary Trainer::run() {
+  try {
+    return run_steps();
+  } catch (const OutOfMemory& e) {  // the batch is what a user can change; say which and where it is set
+    LS_INPUT_ERROR("{}, training {} at {} samples per process (--batch-size{}){}: a smaller batch needs less",
+                   e.message(), c_.model, micro_batch_, c_.accumulate_steps > 1 ? " / --accumulate-steps" : "",
+                   c_.eval ? fmt::format(", evaluating at {} (--eval-batch-size)", eval_batch_) : "");
+  }
+}
+
+TrainSummary Trainer::run_steps() {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
   RunRecords records(rank0() ? c_.metrics_file : "", rank0() ? c_.tensorboard_dir : "");

@@ -91,6 +91,7 @@ class Trainer {
  private:
   EvalResult evaluate();
   void report_start();  // the start-up log lines (trainer_report.cpp)
+  TrainSummary run_steps();  // run() but for naming the batch when memory runs out
   bool rank0() const { return comm_.rank() == 0; }
   void checkpoint();
   int agree_on_stop();  // collective: the largest stop request of any rank

@@ -58,6 +58,8 @@ Outcome capture(Fn&& fn) {
     return {kBadInput, e.message()};
   } catch (const lockstep::ReplicasDiverged& e) {
     return {lockstep::kExitReplicasDiverged, e.what()};
+  } catch (const lockstep::OutOfMemory& e) {  // outside the training steps (a dataset, say): no batch to name
+    return {kBadInput, e.message()};
   } catch (const lockstep::Error& e) {
     return {kInternalError, e.what()};
   } catch (const std::exception& e) {

@@ -32,6 +32,13 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// Memory ran out (host or GPU) for an allocation. Usually the batch is too
+// large for the machine: the launcher says which options set it.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 
 }  // namespace lockstep
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <string>
 
 #include "core/error.h"
 #include "cuda/check.h"
@@ -61,9 +62,13 @@ void* CachingAllocator::allocate(size_t nbytes) {
       (void)cudaGetLastError();
       size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
-      LS_THROW("out of GPU memory on cuda:{} allocating {} bytes ({}): {} bytes in use by tensors, {} reserved, "
-               "{} free of {}",
-               device_, size, cudaGetErrorName(e), stats_.allocated_bytes, stats_.reserved_bytes, free_b, total_b);
+      const std::string what =
+          fmt::format("out of GPU memory on cuda:{} allocating {} bytes ({}): {} bytes in use by tensors, {} reserved, "
+                      "{} free of {}",
+                      device_, size, cudaGetErrorName(e), stats_.allocated_bytes, stats_.reserved_bytes, free_b,
+                      total_b);
+      if (e == cudaErrorMemoryAllocation) throw OutOfMemory(__FILE__, __LINE__, what);
+      LS_THROW("{}", what);
     }
     ++stats_.device_mallocs;
     stats_.reserved_bytes += static_cast<int64_t>(size);

@@ -3,16 +3,41 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "core/error.h"
 
 namespace lockstep {
 
+int64_t host_memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    std::getline(in, unit);  // the rest of the line ("kB")
+  }
+  return -1;
+}
+
 void* CpuAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
   const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  const double mib = 1 << 20;
+  if (rounded >= kCheckedBytes) {
+    const int64_t available = host_memory_available();
+    if (available >= 0 && static_cast<int64_t>(rounded) > available - kKeptFree)
+      throw OutOfMemory(__FILE__, __LINE__,
+                        fmt::format("out of host memory: a tensor of {:.0f} MiB, with {:.0f} MiB available "
+                                    "(MemAvailable in /proc/meminfo; {:.0f} MiB of it kept free)",
+                                    static_cast<double>(rounded) / mib, static_cast<double>(available) / mib,
+                                    static_cast<double>(kKeptFree) / mib));
+  }
   void* p = std::aligned_alloc(kAlignment, rounded);
-  LS_CHECK(p != nullptr, "out of host memory allocating {} bytes", nbytes);
+  if (p == nullptr)
+    throw OutOfMemory(__FILE__, __LINE__,
+                      fmt::format("out of host memory: a tensor of {:.0f} MiB", static_cast<double>(rounded) / mib));
   std::memset(p, 0, rounded);
   return p;
 }

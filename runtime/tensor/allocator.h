@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "tensor/device.h"
@@ -21,6 +22,12 @@ class Allocator {
 class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kAlignment = 64;
+  // Allocations of this size or more are checked against the memory the
+  // kernel says is available less kKeptFree (headroom for everything else):
+  // zero-filling more would get the process killed by the OOM killer (no
+  // message) or swapped, so they throw OutOfMemory instead.
+  static constexpr size_t kCheckedBytes = size_t{16} << 20;
+  static constexpr int64_t kKeptFree = int64_t{512} << 20;
   void* allocate(size_t nbytes) override;  // zero-filled (pages touched)
   void deallocate(void* ptr, size_t nbytes) override;
   Device device() const override { return Device::cpu(); }
@@ -28,6 +35,10 @@ class CpuAllocator final : public Allocator {
 
 // A shared, stateless CPU allocator (no global state behind it).
 std::shared_ptr<Allocator> cpu_allocator();
+
+// Bytes of host memory available to new allocations without swapping
+// (MemAvailable in /proc/meminfo), or -1 where that cannot be read.
+int64_t host_memory_available();
 
 // Hands out one block of memory someone else owns (e.g. a shared-memory
 // window), keeping `owner` alive while any tensor uses the block.

@@ -88,6 +88,6 @@ TEST_CASE("a ResNet's held activations include every residual block's chains", "
   CHECK(held.layers.activations == chains);
   CHECK(held.layers.activations > m->net().activation_bytes());
   // Batch norm's running statistics are the buffer store's.
-  CHECK(held.buffers == m->buffers().values().nbytes() + m->buffers().grads().nbytes());
+  CHECK(held.buffers == static_cast<int64_t>(m->buffers().values().nbytes() + m->buffers().grads().nbytes()));
   CHECK(held.buffers > 0);
 }
