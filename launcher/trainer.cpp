@@ -107,7 +107,9 @@ void Trainer::setup() {
   const models::ModelSpec spec{train_->sample_shape(), train_->num_classes()};
   model_ = models::build_model(c_.model, spec, c_.seed);
   opt_ = make_optimizer(model_->params(), optimizer_config(c_));
-  model_->net().set_layout(*layout_from_name(c_.layout));  // validated by the options
+  const std::optional<Layout> layout = layout_from_name(c_.layout);  // auto is resolved by parse_train_options
+  LS_CHECK(layout.has_value(), "--layout {}: not nchw or nhwc (parse_train_options resolves auto)", c_.layout);
+  model_->net().set_layout(*layout);
   model_->net().set_conv_algorithm(c_.conv_algorithm == "im2col"     ? ops::ConvAlgo::Im2col
                                    : c_.conv_algorithm == "winograd" ? ops::ConvAlgo::Winograd
                                                                      : ops::ConvAlgo::Auto);
