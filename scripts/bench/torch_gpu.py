@@ -81,12 +81,16 @@ def main():
     ap.add_argument("--channels-last", action="store_true",
                     help="model and input in torch.channels_last (NHWC), as lockstep --layout nhwc")
     ap.add_argument("--floor", action="store_true")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="cudnn.deterministic: deterministic convolution algorithms only, lockstep's default policy "
+                         "(PyTorch's default takes any)")
     ap.add_argument("--profile", action="store_true",
                     help="after warm-up, print the GPU kernels of one timed window by total time (torch.profiler)")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32, as in lockstep
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.deterministic = a.deterministic
     if a.floor:
         return floor()
     torch.manual_seed(0)
@@ -129,12 +133,15 @@ def main():
     med = statistics.median(rates)
     mode = "compile" if a.compile else "eager"
     layout = "nhwc" if a.channels_last else "nchw"
-    print(f"torch {torch.__version__} {mode} {a.precision} {layout} {a.model} {a.channels}x{a.image_size}x{a.image_size} "
+    policy = "deterministic" if a.deterministic else "any"
+    print(f"torch {torch.__version__} {mode} ({policy} algorithms) {a.precision} {layout} {a.model} "
+          f"{a.channels}x{a.image_size}x{a.image_size} "
           f"batch {a.batch_size} on {torch.cuda.get_device_name()}: "
           f"median {med:,.0f} img/s over {len(rates)} windows of {a.window} steps; "
           f"peak {torch.cuda.max_memory_allocated() / 2**20:,.1f} MiB allocated, "
           f"{torch.cuda.max_memory_reserved() / 2**20:,.1f} MiB reserved")
-    print(json.dumps({"impl": "pytorch", "version": torch.__version__, "mode": mode, "precision": a.precision,
+    print(json.dumps({"impl": "pytorch", "version": torch.__version__, "mode": mode, "algorithms": policy,
+                      "precision": a.precision,
                       "layout": layout, "model": a.model, "batch": a.batch_size, "device": torch.cuda.get_device_name(),
                       "images_per_sec": med, "peak_allocated_mib": torch.cuda.max_memory_allocated() / 2**20,
                       "peak_reserved_mib": torch.cuda.max_memory_reserved() / 2**20}))

@@ -5,6 +5,11 @@ check.sh's bench_lockstep: bench-MODEL[-bf16|-fp16][-nhwc][-any][-graph]) and
 the PyTorch result lines of OUT_DIR/bench.*.log (torch_gpu.py's JSON lines),
 and prints one Markdown row per lockstep run with the PyTorch eager (and
 compile) figure of the same model, precision and layout, and the ratio.
+PyTorch's default takes any cuDNN algorithm; lockstep's default takes
+deterministic ones (--cudnn-nondeterministic, the "any algorithm" rows, is
+PyTorch's policy). So a default row also stands beside PyTorch eager run with
+cudnn.deterministic (torch_gpu.py --deterministic) where that ran: the same
+policy on both sides.
 torch_gpu.py reports the median of 10-step windows; so the ratio takes
 lockstep's median of 10-step windows where the run had any (its mean rate
 over the timed steps otherwise), and the row shows both.
@@ -97,7 +102,8 @@ def torch_results(out):
                 except json.JSONDecodeError:
                     continue
                 if rec.get("impl") == "pytorch":
-                    key = (rec["model"], rec["precision"], rec.get("layout", "nchw"), rec["mode"])
+                    mode = rec["mode"] + (".deterministic" if rec.get("algorithms") == "deterministic" else "")
+                    key = (rec["model"], rec["precision"], rec.get("layout", "nchw"), mode)
                     found[key] = rec
     return found
 
@@ -116,8 +122,9 @@ def main():
     if not rows:
         sys.exit(f"bench_table.py: no lockstep benchmark results (bench-*.jsonl with a summary) in {out}")
     print("| model | precision | layout | lockstep run | lockstep img/s | window median | ms/step | "
-          "PyTorch eager img/s | ratio | PyTorch compile img/s | FLOP floor ms | bytes floor ms | ÷ floor |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "PyTorch eager img/s | ratio | PyTorch eager, deterministic | ratio | PyTorch compile img/s | "
+          "FLOP floor ms | bytes floor ms | ÷ floor |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         key = (r["model"], r["precision"], r["layout"])
         eager_rec, compiled_rec = torch.get(key + ("eager",)), torch.get(key + ("compile",))
@@ -125,12 +132,17 @@ def main():
         compiled = compiled_rec["images_per_sec"] if compiled_rec else None
         median = r["window_median"]
         ratio = f"**{(median or r['images_per_sec']) / eager:.2f}x**" if eager else "-"
+        # lockstep's default algorithms are deterministic: beside PyTorch's run with the same policy too.
+        det_rec = torch.get(key + ("eager.deterministic",)) if "any algorithm" not in r["variant"] else None
+        det = det_rec["images_per_sec"] if det_rec else None
+        det_ratio = f"**{(median or r['images_per_sec']) / det:.2f}x**" if det else "-"
         fl = floor_ms(r, rates)
         floors = (f"{fl[0]:.2f} | {fl[1]:.2f} | {r['ms_per_step'] / max(fl):.1f}x" if fl and max(fl) > 0
                   else "- | - | -")
         print(f"| {r['model']} | {r['precision']} | {r['layout']} | {r['variant']} | {r['images_per_sec']:,.0f} | "
               f"{f'{median:,.0f}' if median else '-'} | {r['ms_per_step']:.1f} | {f'{eager:,.0f}' if eager else '-'} | "
-              f"{ratio} | {f'{compiled:,.0f}' if compiled else '-'} | {floors} |")
+              f"{ratio} | {f'{det:,.0f}' if det else '-'} | {det_ratio} | {f'{compiled:,.0f}' if compiled else '-'} | "
+              f"{floors} |")
     if not any(r["peak_mib"] is not None for r in rows):
         return
     print()

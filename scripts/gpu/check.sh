@@ -313,6 +313,12 @@ step bench.resnet50.torch.eager.fp16  host_env "$PY" "$ROOT/scripts/bench/torch_
                                         --channels 3 --image-size 224 --classes 1000 --steps 60 --precision fp16
 # NHWC (--layout nhwc) against PyTorch's channels_last, same models, batches and precisions.
 TORCH_R50=(--model resnet50 --batch-size 128 --channels 3 --image-size 224 --classes 1000 --steps 60)
+# PyTorch with cudnn.deterministic: lockstep's default algorithm policy on both sides (the fp32 rows, where
+# the policy costs the most; bench_table.py gives them a column of their own).
+step bench.convnet.torch.eager.deterministic host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet \
+                                         --batch-size 1024 --deterministic
+step bench.resnet50.torch.eager.deterministic host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" "${TORCH_R50[@]}" \
+                                         --deterministic
 step bench.convnet.lockstep.nhwc       bench_lockstep bench-convnet-nhwc convnet 1024 --layout nhwc
 step bench.convnet.torch.eager.nhwc    host_env "$PY" "$ROOT/scripts/bench/torch_gpu.py" --model convnet --batch-size 1024 \
                                          --channels-last

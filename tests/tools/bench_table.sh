@@ -19,17 +19,28 @@ printf 'some log line\n%s\n' '{"impl":"floor","device":"H","matmul_fp32_tflops":
   > "$WORK/bench.floor.log"
 printf '%s\n' '{"impl":"pytorch","model":"convnet","precision":"fp16","layout":"nhwc","mode":"eager","images_per_sec":8000,"peak_allocated_mib":1000.0}' \
   > "$WORK/bench.convnet.torch.eager.fp16.nhwc.log"
+printf '%s\n' '{"impl":"pytorch","model":"convnet","precision":"fp16","layout":"nhwc","mode":"eager","algorithms":"deterministic","images_per_sec":6000}' \
+  > "$WORK/bench.convnet.torch.eager.deterministic.fp16.nhwc.log"
 printf '%s\n' '{"impl":"pytorch","model":"convnet","precision":"fp16","layout":"nhwc","mode":"compile","images_per_sec":9000}' \
   > "$WORK/bench.convnet.torch.compile.fp16.nhwc.log"
 
 out=$(python3 "$SCRIPT" "$WORK")
 echo "$out"
-want='| convnet | fp16 | nhwc | --cuda-graph | 10,000 | 12,000 | 100.0 | 8,000 | **1.50x** | 9,000 | 4.00 | 2.00 | 25.0x |'
+# PyTorch's deterministic-algorithm run (lockstep's default policy) gets a column of its own.
+want='| convnet | fp16 | nhwc | --cuda-graph | 10,000 | 12,000 | 100.0 | 8,000 | **1.50x** | 6,000 | **2.00x** | 9,000 | 4.00 | 2.00 | 25.0x |'
 [[ $out == *"$want"* ]] || fail "the row is not: $want"
 # The memory table: the whole run's peak, the timed steps', the workspace, what is held between steps
 # (activations / their gradients / layer scratch) and the timed peak beyond it, PyTorch eager's and the ratio.
 want='| convnet | fp16 | nhwc | --cuda-graph | 1,500 | 1,200 | 64 | 1,044 (700 / 200 / 50) | 156 | 1,000 | 1.50x |'
 [[ $out == *"$want"* ]] || fail "the memory row is not: $want"
+
+# An "any algorithm" row (PyTorch's own policy) is not set beside the deterministic run.
+printf '%s\n' '{"type":"summary","model":"convnet","images_per_sec":16000,"ms_per_step":64.0}' \
+  > "$WORK/bench-convnet-fp16-nhwc-any.jsonl"
+out=$(python3 "$SCRIPT" "$WORK")
+want='| convnet | fp16 | nhwc | any algorithm | 16,000 | - | 64.0 | 8,000 | **2.00x** | - | - | 9,000 |'
+[[ $out == *"$want"* ]] || fail "the any-algorithm row is not: $want"
+rm "$WORK/bench-convnet-fp16-nhwc-any.jsonl"
 
 rm "$WORK/bench.floor.log"
 out=$(python3 "$SCRIPT" "$WORK")
