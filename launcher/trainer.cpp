@@ -124,7 +124,11 @@ void Trainer::setup() {
     // fp16's loss scale, or a graph's device-side step scalars (--cuda-graph).
     if (dev_->loss_scaler()) opt_->use_loss_scale(dev_->loss_scaler()->state_dev());
   }
-  sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
+  try {
+    sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
+  } catch (const OutOfMemory& e) {  // only a synthetic set can be that large
+    LS_INPUT_ERROR("{}{}", c_.dataset == "synthetic" ? "--synthetic-samples: " : "", e.message());
+  }
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
   steps_per_epoch_ = sampler_->steps_per_epoch();
   total_steps_ = c_.max_steps > 0 ? std::min(c_.max_steps, c_.epochs * steps_per_epoch_) : c_.epochs * steps_per_epoch_;
