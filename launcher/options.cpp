@@ -99,8 +99,8 @@ cxxopts::Options make_options() {
        "(random crop with 4-pixel zero padding, horizontal flip with p=0.5)", s(d.augment))
       ("synthetic-shape", "synthetic sample shape C,H,W (default: the model's input, e.g. 1,28,28 for lenet)", s(""))
       ("synthetic-classes", "synthetic class count (default: the model's, e.g. 10)", s(""))
-      ("synthetic-samples", "synthetic training samples (test: a sixth, at least one batch; --benchmark: enough for "
-       "the run)", s(std::to_string(d.synthetic_samples)))
+      ("synthetic-samples", "synthetic training samples (test: a sixth, at least one evaluation batch up to as many "
+       "as for training; --benchmark: enough for the run)", s(std::to_string(d.synthetic_samples)))
       ("image-size", "height and width of synthetic and --benchmark samples (0 = the model's; an explicit "
        "--synthetic-shape wins)", s("0"))
       ("benchmark", "throughput benchmark: synthetic data shaped for --model, no evaluation, images/s and ms per step "

@@ -91,7 +91,7 @@ void Trainer::setup() {
     const Shape shape{c_.synthetic_shape[0], c_.synthetic_shape[1], c_.synthetic_shape[2]};
     const int64_t samples = c_.synthetic_samples > 0 ? c_.synthetic_samples : benchmark_samples(c_, global_batch_);
     train_ = std::make_unique<SyntheticDataset>("synthetic", shape, c_.synthetic_classes, samples, c_.seed);
-    const int64_t test_size = std::max(samples / 6, eval_batch_);
+    const int64_t test_size = std::max(samples / 6, std::min(eval_batch_, samples));  // a batch, if not huge
     test_ = std::make_unique<SyntheticDataset>("synthetic-test", shape, c_.synthetic_classes, test_size, c_.seed,
                                                samples);
   } else if (c_.dataset == "cifar10") {
@@ -129,6 +129,8 @@ void Trainer::setup() {
   } catch (const OutOfMemory& e) {  // only a synthetic set can be that large
     LS_INPUT_ERROR("{}{}", c_.dataset == "synthetic" ? "--synthetic-samples: " : "", e.message());
   }
+  // No batch larger than a rank's share of the test set: its buffers would hold nothing more.
+  eval_batch_ = std::min(eval_batch_, std::max<int64_t>(1, (test_->size() + world - 1) / world));
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
   steps_per_epoch_ = sampler_->steps_per_epoch();
   total_steps_ = c_.max_steps > 0 ? std::min(c_.max_steps, c_.epochs * steps_per_epoch_) : c_.epochs * steps_per_epoch_;

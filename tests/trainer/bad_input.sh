@@ -488,6 +488,7 @@ accepts unknown-variable-warns "ignored: LOCKSTEP_FROBNICATE is set but names no
 accepts damaged-newest-falls-back "skipping checkpoint $SCRATCH/fallback/$CK2: $SCRATCH/fallback/$CK2: tensor 'optimizer." -- $CKR "$SCRATCH/fallback" --max-steps 3
 accepts weights-without-checksums "" -- $LW "$SCRATCH/plain.safetensors"
 accepts benchmark-explicit-synthetic "" -- --benchmark --dataset synthetic --model mlp --batch-size 16
+accepts eval-batch-above-test-set "" -- $SYN --model mlp --epochs 1 --eval-batch-size 99999999999
 accepts synthetic-shape-over-image-size "" -- $SYN --model mlp --synthetic-shape 1,20,20 --image-size 16
 accepts recipe-flags "" LOCKSTEP_LR_SCALING=linear -- $SYN --model mlp --base-batch-size 64 --warmup-epochs 1 --no-decay-bn-bias --label-smoothing 0.1 --weight-decay 1e-4 --clip-grad-norm 1
 accepts cifar10-good "" -- --dataset cifar10 --data-dir "$D/cifar-good" --batch-size 8
