@@ -137,15 +137,15 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
     branch_.backward(ctx, dx);
   }
   if (shortcut_.size()) {
-    Tensor gs = shortcut_.output_grad();
-    copy_same_device(gs, g, ctx.gpu, "Residual");
+    // The shortcut reads g where it is (nothing reads g after it, so its last
+    // layer may change it): no copy, and no output-sized buffer of its own.
     if (!dx) {
-      shortcut_.backward(ctx, nullptr);
+      shortcut_.backward(ctx, nullptr, &g);
       return;
     }
     scratch_->reserve(depth_, SharedScratch::kShortcutGrad, x.numel(), x.dtype(), x.device(), ctx.gpu);
     Tensor sx = scratch_->buffer(depth_, SharedScratch::kShortcutGrad).slice(0, x.shape());
-    shortcut_.backward(ctx, &sx);
+    shortcut_.backward(ctx, &sx, &g);
     add_inplace(sx, *dx);
   } else if (dx) {
     add_inplace(g, *dx);

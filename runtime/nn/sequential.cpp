@@ -96,7 +96,6 @@ void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Con
   const std::vector<Shape> cap_shapes = shapes(in);
   aliasing_.assign(layers_.size(), Aliasing::None);
   act_storage_.assign(layers_.size(), Tensor());
-  int64_t max_numel = in.numel();
   // A ReLU right after a module that can apply it is fused into that module.
   std::vector<bool> fused(layers_.size(), false);
   for (size_t i = 0; i + 1 < layers_.size(); ++i)
@@ -124,11 +123,24 @@ void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Con
     }
     const bool external = external_last_ && i + 1 == layers_.size();
     if (aliasing_[i] == Aliasing::None && !external) act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, alloc);
-    max_numel = std::max(max_numel, cap_shapes[i].numel());
   }
+  // Each gradient buffer sized for what backward() puts in it: buffer 0 the
+  // output's gradient (output_grad(); a chain whose output is its caller's
+  // gets that gradient from the caller too), then the two take turns at every
+  // layer that writes a gradient of its own (not a view, in-place or fused
+  // one), the dx of layer k > 0 being shaped like activation k - 1. Layer 0
+  // writes into the caller's memory. In a bottleneck the turns put the
+  // expanded channels' gradients in one buffer and the narrow ones in the other.
+  int64_t need[2] = {external_last_ ? 1 : cap_shapes.back().numel(), 1};
+  int turn = 0;
+  for (size_t k = layers_.size(); k-- > 1;)
+    if (aliasing_[k] == Aliasing::None) {
+      turn ^= 1;
+      need[turn] = std::max(need[turn], cap_shapes[k - 1].numel());
+    }
   if (!scratch_) scratch_ = std::make_shared<SharedScratch>();
-  scratch_->reserve(depth_, SharedScratch::kGradA, max_numel, dtype, device, gpu);
-  scratch_->reserve(depth_, SharedScratch::kGradB, max_numel, dtype, device, gpu);
+  scratch_->reserve(depth_, SharedScratch::kGradA, need[0], dtype, device, gpu);
+  scratch_->reserve(depth_, SharedScratch::kGradB, need[1], dtype, device, gpu);
   for (auto& l : layers_) l->share_scratch(scratch_, depth_ + 1);
   capacity_shape_ = in;
   capacity_device_ = device;
@@ -260,6 +272,8 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
 
 Tensor Sequential::output_grad() {
   LS_CHECK(!acts_.empty(), "output_grad() before forward()");
+  LS_CHECK(!external_last_, "output_grad(): the chain's output is its caller's memory, so is its gradient (pass it "
+                            "to backward())");
   return grad_buffer(0).slice(0, shapes_.back());
 }
 

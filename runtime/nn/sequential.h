@@ -8,9 +8,10 @@
 //             backward needs the values they would overwrite, and a ReLU after a
 //             Conv2d/Linear is fused into it (computed in that layer's epilogue,
 //             its mask applied in that layer's backward; the ReLU itself never runs)
-//   grad[0|1] two ping-pong buffers for dL/d(activation), each max activation
-//             size, in the model's SharedScratch at this chain's nesting depth:
-//             shared with every other chain of that depth (nn/shared_scratch.h)
+//   grad[0|1] two ping-pong buffers for dL/d(activation), each sized for the
+//             gradients backward puts in it (they take turns), in the model's
+//             SharedScratch at this chain's nesting depth: shared with every
+//             other chain of that depth (nn/shared_scratch.h)
 // A chain whose last layer's work its caller runs (forward_but_last: a residual
 // block's fused join), or whose last layer writes into its caller's memory
 // (forward_into: a block's shortcut), allocates nothing for that layer's output.
@@ -89,6 +90,8 @@ class Sequential {
   // not read it: the chain's output may be overwritten after forward.
   bool output_overwritable() const;
   // Where the loss writes dL/d(output): shaped like the last forward's output.
+  // Not after forward_but_last or forward_into: the caller, who holds the
+  // output, passes its gradient to backward() too.
   Tensor output_grad();
   // Backward through every layer. The gradient of the input is written to
   // `input_grad` (shaped like the last forward's input) when given, otherwise

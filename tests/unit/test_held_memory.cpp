@@ -51,10 +51,17 @@ TEST_CASE("a model's held memory is its stores, its planned activations and two 
   const Model::MemoryHeld held = m->memory_held();
   const Shape in = m->batch_shape(batch);
   CHECK(held.layers.activations == planned_output_bytes(m->net(), in));
-  // The chain's two ping-pong gradient buffers, each the largest activation (or the input).
-  int64_t largest = in.numel();
-  for (const Shape& s : m->net().shapes(in)) largest = std::max(largest, s.numel());
-  CHECK(held.layers.activation_gradients == 2 * largest * 4);
+  // The chain's two gradient buffers: the first holds the output's gradient, then they take
+  // turns at each layer that writes a gradient of its own, layer k's shaped like activation k - 1.
+  const std::vector<Shape> planned = m->net().shapes(in);
+  int64_t need[2] = {planned.back().numel(), 1};
+  int turn = 0;
+  for (size_t k = planned.size(); k-- > 1;)
+    if (m->net().planned_aliasing()[k] == Aliasing::None) {
+      turn ^= 1;
+      need[turn] = std::max(need[turn], planned[k - 1].numel());
+    }
+  CHECK(held.layers.activation_gradients == (need[0] + need[1]) * 4);
   // Max pooling keeps an int32 argmax per output element; the convolutions' buffers come on top.
   int64_t argmax = 0;
   const std::vector<Shape> shapes = m->net().shapes(in);
@@ -90,4 +97,17 @@ TEST_CASE("a ResNet's held activations include every residual block's chains", "
   // Batch norm's running statistics are the buffer store's.
   CHECK(held.buffers == static_cast<int64_t>(m->buffers().values().nbytes() + m->buffers().grads().nbytes()));
   CHECK(held.buffers > 0);
+}
+
+TEST_CASE("a bottleneck's narrow gradients take the smaller of its chain's two buffers", "[memory]") {
+  auto m = build("resnet50", Shape{3, 32, 32});
+  forward_backward(*m, 2);
+  // Depth 1 holds the blocks' chains. In a bottleneck (1x1 narrowing, 3x3, 1x1 widening by 4) the
+  // turns put the widened gradients in one buffer and the narrow ones in the other, and a chain
+  // whose output is its caller's (the joined branch, the shortcut written into the block's
+  // output) takes its output's gradient from the caller: so the buffers differ in size.
+  const SharedScratch& s = *m->net().scratch();
+  const int64_t a = s.buffer(1, SharedScratch::kGradA).numel(), b = s.buffer(1, SharedScratch::kGradB).numel();
+  INFO("depth-1 gradient buffers: " << a << " and " << b << " elements");
+  CHECK(2 * a <= b);
 }
