@@ -192,13 +192,15 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   }
   const double held_total_mib = static_cast<double>(held.back().second) / mib;
   // On the GPU, what the timed steps' peak holds beyond that: the step's
-  // transients, the communication buffers and the allocator's rounding.
-  log_->info("memory held between steps: {} MiB: {:.1f} MiB in all{}", line, held_total_mib,
-             memory.contains("gpu_steady_peak_allocated_mib")
-                 ? fmt::format("; the timed steps' GPU peak is {:.1f} MiB above that (transients within the step, "
-                               "communication buffers, the allocator's rounding)",
-                               memory["gpu_steady_peak_allocated_mib"].get<double>() - held_total_mib)
-                 : "");
+  // transients, the communication buffers and the allocator's rounding. (Below
+  // it when evaluation, after the timed steps, grew what is held.)
+  std::string beyond;
+  if (memory.contains("gpu_steady_peak_allocated_mib")) {
+    const double d = memory["gpu_steady_peak_allocated_mib"].get<double>() - held_total_mib;
+    beyond = fmt::format("; the timed steps' GPU peak is {:.1f} MiB {} that{}", std::abs(d), d >= 0 ? "above" : "below",
+                         d >= 0 ? " (transients within the step, communication buffers, the allocator's rounding)" : "");
+  }
+  log_->info("memory held between steps: {} MiB: {:.1f} MiB in all{}", line, held_total_mib, beyond);
   if (n > 0)
     log_->info("Average time TRAIN {:.2f}s{} ({}) | {} after {} warm-up steps", tr / n,
                c_.eval ? fmt::format(" TEST {:.2f}s", te / n) : std::string(),

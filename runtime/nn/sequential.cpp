@@ -300,6 +300,7 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const
   int cur = 0;  // which grad_buf holds dy
   LS_CHECK(!output_grad || output_grad->shape() == shapes_.back(), "output gradient {} does not match the output {}",
            output_grad->shape().str(), shapes_.back().str());
+  LS_CHECK(output_grad || !external_last_, "backward(): the chain's output is its caller's; so is its gradient");
   const Tensor grad_buf[2] = {grad_buffer(0), grad_buffer(1)};
   Tensor dy = output_grad ? *output_grad : grad_buf[0].slice(0, shapes_.back());
   for (size_t k = layers_.size(); k-- > 0;) {
