@@ -122,8 +122,16 @@ void CachingAllocator::release_cached_locked() {
 
 void* PinnedAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
+  check_host_memory(nbytes, "a page-locked buffer");  // locked pages cannot be swapped out either
   void* p = nullptr;
-  LS_CUDA_CHECK(cudaHostAlloc(&p, nbytes, cudaHostAllocDefault));
+  const cudaError_t e = cudaHostAlloc(&p, nbytes, cudaHostAllocDefault);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw OutOfMemory(__FILE__, __LINE__,
+                      fmt::format("out of host memory: a page-locked buffer of {:.0f} MiB ({})",
+                                  static_cast<double>(nbytes) / (1 << 20), cudaGetErrorName(e)));
+  }
+  LS_CUDA_CHECK(e);
   std::memset(p, 0, nbytes);
   return p;
 }

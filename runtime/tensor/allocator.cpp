@@ -21,19 +21,23 @@ int64_t host_memory_available() {
   return -1;
 }
 
+void check_host_memory(size_t bytes, const char* what) {
+  if (bytes < CpuAllocator::kCheckedBytes) return;
+  const int64_t available = host_memory_available();
+  if (available < 0 || static_cast<int64_t>(bytes) <= available - CpuAllocator::kKeptFree) return;
+  const double mib = 1 << 20;
+  throw OutOfMemory(__FILE__, __LINE__,
+                    fmt::format("out of host memory: {} of {:.0f} MiB, with {:.0f} MiB available (MemAvailable in "
+                                "/proc/meminfo; {:.0f} MiB of it kept free)",
+                                what, static_cast<double>(bytes) / mib, static_cast<double>(available) / mib,
+                                static_cast<double>(CpuAllocator::kKeptFree) / mib));
+}
+
 void* CpuAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
   const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   const double mib = 1 << 20;
-  if (rounded >= kCheckedBytes) {
-    const int64_t available = host_memory_available();
-    if (available >= 0 && static_cast<int64_t>(rounded) > available - kKeptFree)
-      throw OutOfMemory(__FILE__, __LINE__,
-                        fmt::format("out of host memory: a tensor of {:.0f} MiB, with {:.0f} MiB available "
-                                    "(MemAvailable in /proc/meminfo; {:.0f} MiB of it kept free)",
-                                    static_cast<double>(rounded) / mib, static_cast<double>(available) / mib,
-                                    static_cast<double>(kKeptFree) / mib));
-  }
+  check_host_memory(rounded, "a tensor");
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr)
     throw OutOfMemory(__FILE__, __LINE__,

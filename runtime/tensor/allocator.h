@@ -40,6 +40,12 @@ std::shared_ptr<Allocator> cpu_allocator();
 // (MemAvailable in /proc/meminfo), or -1 where that cannot be read.
 int64_t host_memory_available();
 
+// Throws OutOfMemory ("out of host memory: <what> of N MiB, with ...") when
+// `bytes` (at least CpuAllocator::kCheckedBytes; smaller ones pass unread) is
+// more than the host's available memory less CpuAllocator::kKeptFree. For
+// allocators of host memory: the CPU's, and the GPU path's page-locked one.
+void check_host_memory(size_t bytes, const char* what);
+
 // Hands out one block of memory someone else owns (e.g. a shared-memory
 // window), keeping `owner` alive while any tensor uses the block.
 class BorrowedAllocator final : public Allocator {
