@@ -128,7 +128,7 @@ void* PinnedAllocator::allocate(size_t nbytes) {
   if (e == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
     throw OutOfMemory(__FILE__, __LINE__,
-                      fmt::format("out of host memory: a page-locked buffer of {:.0f} MiB ({})",
+                      fmt::format("out of host memory for a page-locked buffer ({:.0f} MiB; {})",
                                   static_cast<double>(nbytes) / (1 << 20), cudaGetErrorName(e)));
   }
   LS_CUDA_CHECK(e);

@@ -25,15 +25,8 @@ TrainSampler::TrainSampler(int64_t dataset_size, int64_t global_batch, int world
   steps_per_epoch_ = dataset_size / global_batch;
   // The order is a permutation of every sample index, made at the first step:
   // refuse here, with the figures, a data set whose order cannot be held.
-  const double mib = 1 << 20;
-  const double need = static_cast<double>(dataset_size) * sizeof(int64_t);
-  const int64_t available = host_memory_available();
-  if (available >= 0 && need > static_cast<double>(available - CpuAllocator::kKeptFree))
-    throw OutOfMemory(__FILE__, __LINE__,
-                      fmt::format("out of host memory: the shuffled order of {} samples needs {:.0f} MiB, with {:.0f} "
-                                  "MiB available (MemAvailable in /proc/meminfo; {:.0f} MiB of it kept free)",
-                                  dataset_size, need / mib, static_cast<double>(available) / mib,
-                                  static_cast<double>(CpuAllocator::kKeptFree) / mib));
+  check_host_memory(static_cast<size_t>(dataset_size) * sizeof(int64_t),
+                    fmt::format("the shuffled order of {} samples", dataset_size).c_str());
 }
 
 void TrainSampler::indices(int64_t epoch, int64_t step, std::vector<int64_t>& out, int micro) {

@@ -27,7 +27,7 @@ void check_host_memory(size_t bytes, const char* what) {
   if (available < 0 || static_cast<int64_t>(bytes) <= available - CpuAllocator::kKeptFree) return;
   const double mib = 1 << 20;
   throw OutOfMemory(__FILE__, __LINE__,
-                    fmt::format("out of host memory: {} of {:.0f} MiB, with {:.0f} MiB available (MemAvailable in "
+                    fmt::format("out of host memory for {} ({:.0f} MiB), with {:.0f} MiB available (MemAvailable in "
                                 "/proc/meminfo; {:.0f} MiB of it kept free)",
                                 what, static_cast<double>(bytes) / mib, static_cast<double>(available) / mib,
                                 static_cast<double>(CpuAllocator::kKeptFree) / mib));
@@ -41,7 +41,7 @@ void* CpuAllocator::allocate(size_t nbytes) {
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr)
     throw OutOfMemory(__FILE__, __LINE__,
-                      fmt::format("out of host memory: a tensor of {:.0f} MiB", static_cast<double>(rounded) / mib));
+                      fmt::format("out of host memory for a tensor ({:.0f} MiB)", static_cast<double>(rounded) / mib));
   std::memset(p, 0, rounded);
   return p;
 }

@@ -40,7 +40,7 @@ std::shared_ptr<Allocator> cpu_allocator();
 // (MemAvailable in /proc/meminfo), or -1 where that cannot be read.
 int64_t host_memory_available();
 
-// Throws OutOfMemory ("out of host memory: <what> of N MiB, with ...") when
+// Throws OutOfMemory ("out of host memory for <what> (N MiB), with ...") when
 // `bytes` (at least CpuAllocator::kCheckedBytes; smaller ones pass unread) is
 // more than the host's available memory less CpuAllocator::kKeptFree. For
 // allocators of host memory: the CPU's, and the GPU path's page-locked one.

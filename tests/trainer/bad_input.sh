@@ -284,7 +284,7 @@ row cudnn-nondet-on-cpu 2 trainer "--cudnn-nondeterministic: needs --device cuda
 row cudnn-workspace-zero 2 trainer "--cudnn-workspace-mb: 0 must be positive" -- $SYN --cudnn-workspace-mb 0
 row cudnn-workspace-huge 2 trainer "--cudnn-workspace-mb: 2000000 is more than 1048576 (1 TiB)" -- $SYN --device cuda --cudnn-workspace-mb 2000000
 row env-cudnn-workspace-on-cpu 2 trainer "--cudnn-workspace-mb: needs --device cuda (set by LOCKSTEP_CUDNN_WORKSPACE_MB)" LOCKSTEP_CUDNN_WORKSPACE_MB=4096 -- $SYN
-row synthetic-samples-huge 2 trainer "--synthetic-samples: out of host memory: the shuffled order of 100000000000 samples needs 762939 MiB, with " -- --model mlp --dataset synthetic --synthetic-samples 100000000000
+row synthetic-samples-huge 2 trainer "--synthetic-samples: out of host memory for the shuffled order of 100000000000 samples (762939 MiB), with " -- --model mlp --dataset synthetic --synthetic-samples 100000000000
 row unknown-layout 2 trainer "--layout: 'NHWC' is not one of auto, nchw, nhwc" -- $SYN --layout NHWC
 row env-layout 2 trainer "LOCKSTEP_LAYOUT=chw: --layout: 'chw' is not one of auto, nchw, nhwc" LOCKSTEP_LAYOUT=chw -- $SYN
 row unknown-conv-algorithm 2 trainer "--conv-algorithm: 'fft' is not one of auto, im2col, winograd" -- $SYN --conv-algorithm fft

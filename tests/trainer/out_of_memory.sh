@@ -24,6 +24,6 @@ set -e
 cat "$WORK/err"
 [[ $code -eq 2 ]] || fail "exit code $code, expected 2"
 [[ $(grep -c '' "$WORK/err") -eq 1 ]] || fail "expected one line on stderr"
-grep -qE "^error: out of host memory: a tensor of [0-9]+ MiB, with [0-9]+ MiB available \(MemAvailable in /proc/meminfo; 512 MiB of it kept free\), training convnet at $batch samples per process \(--batch-size\): a smaller batch needs less$" \
+grep -qE "^error: out of host memory for a tensor \([0-9]+ MiB\), with [0-9]+ MiB available \(MemAvailable in /proc/meminfo; 512 MiB of it kept free\), training convnet at $batch samples per process \(--batch-size\): a smaller batch needs less$" \
   "$WORK/err" || fail "the message does not name the tensor, the memory available and the batch option"
 echo "ok"

@@ -22,7 +22,7 @@ TEST_CASE("the CPU allocator refuses a tensor larger than the host's available m
   } catch (const OutOfMemory& e) {
     message = e.message();
   }
-  CHECK(message.rfind("out of host memory: a tensor of ", 0) == 0);
+  CHECK(message.rfind("out of host memory for a tensor (", 0) == 0);
   CHECK(message.find("MiB available (MemAvailable in /proc/meminfo; 512 MiB of it kept free)") != std::string::npos);
   // Below the checked size nothing is read; a checked size that fits is allocated and zeroed.
   void* p = alloc.allocate(CpuAllocator::kCheckedBytes);
