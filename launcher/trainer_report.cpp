@@ -4,7 +4,6 @@
 // metrics file's summary record -- and the clipping figures the epoch lines
 // report (trainer.h has the class; trainer.cpp the loop).
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -44,22 +43,24 @@ WindowRates window_rates(const std::vector<double>& step_seconds, double images_
   return {n, n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]), rates.front(), rates.back()};
 }
 
-// What the run holds between steps, by owner, in bytes (Model::memory_held,
-// the optimizer's state and, on the GPU, the cuDNN workspace), in the order
-// the log line gives them; the last is the sum.
-std::vector<std::pair<std::string, int64_t>> held_memory(const Model::MemoryHeld& m, int64_t optimizer_bytes,
-                                                         std::optional<int64_t> workspace_bytes) {
-  std::vector<std::pair<std::string, int64_t>> parts = {{"parameters", m.parameters},
-                                                        {"gradients", m.gradients},
-                                                        {"optimizer state", optimizer_bytes},
-                                                        {"buffers", m.buffers},
-                                                        {"activations", m.layers.activations},
-                                                        {"activation gradients", m.layers.activation_gradients},
-                                                        {"layer scratch", m.layers.scratch}};
-  if (workspace_bytes) parts.emplace_back("cuDNN workspace", *workspace_bytes);
-  int64_t total = 0;
-  for (const auto& part : parts) total += part.second;
-  parts.emplace_back("total", total);
+// What the run holds between steps, by owner (Model::memory_held, the
+// optimizer's state and, on the GPU, the cuDNN workspace): the summary's
+// held_mib key, the log line's name, and the bytes.
+struct HeldPart {
+  const char* key;
+  const char* name;
+  int64_t bytes;
+};
+std::vector<HeldPart> held_parts(const Model::MemoryHeld& m, int64_t optimizer_bytes,
+                                 std::optional<int64_t> workspace_bytes) {
+  std::vector<HeldPart> parts = {{"parameters", "parameters", m.parameters},
+                                 {"gradients", "gradients", m.gradients},
+                                 {"optimizer_state", "optimizer state", optimizer_bytes},
+                                 {"buffers", "buffers", m.buffers},
+                                 {"activations", "activations", m.layers.activations},
+                                 {"activation_gradients", "activation gradients", m.layers.activation_gradients},
+                                 {"layer_scratch", "layer scratch", m.layers.scratch}};
+  if (workspace_bytes) parts.push_back({"cudnn_workspace", "cuDNN workspace", *workspace_bytes});
   return parts;
 }
 
@@ -170,6 +171,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   const double host_peak_mib = static_cast<double>(peak_resident_bytes()) / mib;
   log_->info("memory: host peak resident {:.0f} MiB{}", host_peak_mib, dev_ ? "; " + dev_->memory_report() : "");
   nlohmann::json memory = {{"host_peak_resident_mib", host_peak_mib}};
+  std::optional<int64_t> workspace_bytes;  // the GPU's
   if (dev_) {
     const DeviceRuntime::MemoryStats m = dev_->memory_stats();
     memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
@@ -178,19 +180,17 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
     if (m.steady_peak_allocated_bytes >= 0)
       memory["gpu_steady_peak_allocated_mib"] = static_cast<double>(m.steady_peak_allocated_bytes) / mib;
     memory["gpu_workspace_mib"] = static_cast<double>(m.workspace_bytes) / mib;
+    workspace_bytes = m.workspace_bytes;
   }
-  const int64_t optimizer_bytes = opt_->state_bytes();
-  const int64_t workspace_bytes = dev_ ? dev_->memory_stats().workspace_bytes : 0;
-  const auto held = held_memory(model_->memory_held(), optimizer_bytes,
-                                 dev_ ? std::optional<int64_t>(workspace_bytes) : std::nullopt);
   std::string line;
-  for (const auto& [name, bytes] : held) {
-    std::string key = name;  // "optimizer state" -> optimizer_state, "cuDNN workspace" -> cudnn_workspace
-    for (char& ch : key) ch = ch == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    memory["held_mib"][key] = static_cast<double>(bytes) / mib;
-    if (name != "total") line += fmt::format("{}{} {:.1f}", line.empty() ? "" : ", ", name, bytes / mib);
+  int64_t held_total = 0;
+  for (const HeldPart& p : held_parts(model_->memory_held(), opt_->state_bytes(), workspace_bytes)) {
+    memory["held_mib"][p.key] = static_cast<double>(p.bytes) / mib;
+    line += fmt::format("{}{} {:.1f}", line.empty() ? "" : ", ", p.name, static_cast<double>(p.bytes) / mib);
+    held_total += p.bytes;
   }
-  const double held_total_mib = static_cast<double>(held.back().second) / mib;
+  const double held_total_mib = static_cast<double>(held_total) / mib;
+  memory["held_mib"]["total"] = held_total_mib;
   // On the GPU, what the timed steps' peak holds beyond that: the step's
   // transients, the communication buffers and the allocator's rounding. (Below
   // it when evaluation, after the timed steps, grew what is held.)
