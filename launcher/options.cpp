@@ -193,8 +193,8 @@ cxxopts::Options make_options() {
        "watchdog)", f(d.collective_timeout_s))
       ("check-replicas-every", "compare a checksum of every rank's parameters every this many steps and stop, naming "
        "the ranks that differ (0 = off)", s("0"))
-      ("inject-fault", "for reliability tests: replica-drift@RANK:STEP changes one parameter on RANK after STEP",
-       s(""));
+      ("inject-fault", "for reliability tests: replica-drift@RANK:STEP changes one parameter on RANK after STEP; "
+       "error@RANK:STEP throws an error there (RANK all: on every rank)", s(""));
   o.add_options("checkpoints")
       ("checkpoint-dir", "write checkpoints here (rank 0); created if missing", s(""))
       ("checkpoint-every", "also checkpoint every this many steps (0 = only at the end of each epoch)", s("0"))
@@ -502,15 +502,20 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.inject_fault = str("inject-fault");
   if (!c.inject_fault.empty()) {
     const std::string& spec = c.inject_fault;
-    const std::string kind = "replica-drift@";
-    const size_t colon = spec.find(':');
-    LS_CHECK_INPUT(spec.rfind(kind, 0) == 0 && colon != std::string::npos,
-                   "--inject-fault: '{}' is not replica-drift@RANK:STEP", spec);
-    const int64_t rank = to_int("inject-fault", spec.substr(kind.size(), colon - kind.size()));
+    const size_t at = spec.find('@'), colon = spec.find(':', at == std::string::npos ? 0 : at);
+    const std::string kind = spec.substr(0, std::min(at, spec.size()));
+    LS_CHECK_INPUT((kind == "replica-drift" || kind == "error") && at != std::string::npos &&
+                       colon != std::string::npos,
+                   "--inject-fault: '{}' is not replica-drift@RANK:STEP or error@RANK:STEP", spec);
+    const std::string who = spec.substr(at + 1, colon - at - 1);
+    c.inject_kind = kind;
+    c.inject_every_rank = kind == "error" && who == "all";
+    const int64_t rank = c.inject_every_rank ? 0 : to_int("inject-fault", who);
     const int64_t step = to_int("inject-fault", spec.substr(colon + 1));
-    LS_CHECK_INPUT(rank >= 0 && rank < 65536 && step >= 1, "--inject-fault: '{}' needs a rank >= 0 and a step >= 1",
-                   spec);
-    c.inject_rank = static_cast<int>(rank);
+    LS_CHECK_INPUT(rank >= 0 && rank < 65536 && step >= 1,
+                   "--inject-fault: '{}' needs a rank >= 0{} and a step >= 1", spec,
+                   kind == "error" ? " (or all)" : "");
+    c.inject_rank = c.inject_every_rank ? -1 : static_cast<int>(rank);
     c.inject_step = step;
   }
   c.checkpoint_dir = str("checkpoint-dir");

@@ -79,10 +79,14 @@ struct TrainConfig {
   std::string grad_compression = "none";  // none | fp16 | bf16
   float collective_timeout_s = 300.f;     // watchdog: a collective older than this ends the job (0 = off)
   int64_t check_replicas_every = 0;       // steps between parameter checksum comparisons (0 = off)
-  // Fault injection for the reliability tests: "replica-drift@RANK:STEP" nudges
-  // one parameter on RANK after STEP, so the replica guard has something to find.
+  // Fault injection for the reliability tests, after STEP on RANK:
+  // "replica-drift@RANK:STEP" nudges one parameter, so the replica guard has
+  // something to find; "error@RANK:STEP" throws an error ("error@all:STEP" on
+  // every rank), so the ending of a failed job can be tested.
   std::string inject_fault;
-  int inject_rank = -1;
+  std::string inject_kind;  // replica-drift | error
+  int inject_rank = -1;     // with inject_every_rank: every rank
+  bool inject_every_rank = false;
   int64_t inject_step = 0;
   // checkpoints
   std::string checkpoint_dir;

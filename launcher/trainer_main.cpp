@@ -7,8 +7,14 @@
 //      code (no hang, no abort banner);
 //   3. preflight: fingerprints compared; any difference ends every rank with a
 //      table of what differs;
-//   4. rank 0's state is broadcast and training runs. An error from here on
-//      is logged by the rank that hit it and ends the whole job (MPI_Abort).
+//   4. rank 0's state is broadcast and training runs. A rank that fails from
+//      here on waits up to kEveryRankFailedWaitS for the others in a
+//      non-blocking barrier of its own communicator. If every rank arrives
+//      (they all failed: a batch too large for every rank's memory, say) and
+//      all entered the same collectives, rank 0 prints each distinct error
+//      once and all exit with the code, as in 2. Otherwise the ranks still
+//      training wait in a collective for the failed one, so it logs its error
+//      and ends the whole job (MPI_Abort).
 // A watchdog thread (comm/watchdog.h) ends the job when a collective waits
 // longer than --collective-timeout, naming the ranks that never arrived.
 // SIGTERM/SIGUSR1 stop every rank at the next step boundary with a checkpoint.
@@ -18,9 +24,14 @@
 // 75 stopped by SIGTERM/SIGUSR1 after writing a checkpoint (--resume continues).
 #include <spdlog/spdlog.h>
 
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "blas_select.h"
 #include "comm/mpi_communicator.h"
@@ -31,6 +42,7 @@
 #include "job_control.h"
 #include "options.h"
 #include "preflight.h"
+#include "rank_errors.h"
 #include "stop_signals.h"
 #include "trainer.h"
 
@@ -39,11 +51,12 @@ namespace {
 constexpr int kInternalError = 1;
 constexpr int kBadInput = 2;
 constexpr int kCollectiveTimeout = 3;
+// How long a rank that failed during training waits to learn whether every
+// rank failed. Ranks failing at the same step (the same batch too large) meet
+// within a fraction of that; a rank failing alone ends the job this much later.
+constexpr double kEveryRankFailedWaitS = 5;
 
-struct Outcome {
-  int code = 0;
-  std::string message;
-};
+using Outcome = lockstep::RankOutcome;
 
 // Thrown on every rank when the preflight fingerprints differ (rank 0 has
 // printed the table already).
@@ -70,31 +83,33 @@ Outcome capture(Fn&& fn) {
 }
 
 // Collective. Returns the job's exit code (0 if every rank succeeded); rank 0
-// prints each distinct error once, naming the ranks when not all share it.
+// prints each error once (rank_errors.h).
 int agree(lockstep::Communicator& comm, const Outcome& mine, const lockstep::Logger& log) {
   const auto all = lockstep::allgather_strings(comm, std::to_string(mine.code) + "\t" + mine.message);
-  int code = 0;
-  std::vector<std::pair<std::string, std::vector<int>>> errors;  // message -> ranks
-  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
-    const size_t tab = all[static_cast<size_t>(r)].find('\t');
-    const int c = std::stoi(all[static_cast<size_t>(r)].substr(0, tab));
-    if (c == 0) continue;
-    code = std::max(code, c);
-    const std::string msg = all[static_cast<size_t>(r)].substr(tab + 1);
-    auto it = std::find_if(errors.begin(), errors.end(), [&](const auto& e) { return e.first == msg; });
-    if (it == errors.end())
-      errors.push_back({msg, {r}});
-    else
-      it->second.push_back(r);
+  std::vector<lockstep::RankOutcome> by_rank;
+  for (const std::string& s : all) {
+    const size_t tab = s.find('\t');
+    by_rank.push_back({std::stoi(s.substr(0, tab)), s.substr(tab + 1)});
   }
   if (comm.rank() == 0)
-    for (const auto& [msg, ranks] : errors) {
-      if (static_cast<int>(ranks.size()) == comm.size() || comm.size() == 1)
-        log->error("{}", msg);
-      else
-        log->error("[rank {} of {}] {}", lockstep::format_ranks(ranks), comm.size(), msg);
-    }
-  return code;
+    for (const std::string& line : lockstep::rank_error_lines(by_rank)) log->error("{}", line);
+  return lockstep::job_exit_code(by_rank);
+}
+
+// Collective over `comm` for the ranks that call it: true once every rank has
+// called it, false if some rank has not after `wait_s` (a non-blocking
+// barrier, left pending then: the caller ends the job).
+bool every_rank_failed(const lockstep::MpiCommunicator& comm, double wait_s) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(comm.handle(), &req) != MPI_SUCCESS) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (true) {
+    int done = 0;
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace
@@ -147,7 +162,9 @@ int main(int argc, char** argv) {
   if (!mpi->thread_multiple())
     log->info("MPI provides only {}: every MPI call stays on the main thread (no overlap)", mpi->thread_level_name());
 
-  // 3 and 4: collective from here on.
+  // 3 and 4: collective from here on. The ranks that fail during training
+  // meet on a communicator of their own (4. above).
+  std::unique_ptr<lockstep::Communicator> failed_comm = world > 1 ? comm->duplicate() : nullptr;
   lockstep::StopSignals signals;
   std::unique_ptr<lockstep::Watchdog> watchdog;
   lockstep::TrainSummary summary;
@@ -182,6 +199,19 @@ int main(int argc, char** argv) {
   if (run.code == lockstep::kExitReplicasDiverged) {  // every rank found it in the same reduction: no abort
     if (rank == 0) log->error("{}", run.message);
     return run.code;
+  }
+  const auto* failed_mpi = dynamic_cast<const lockstep::MpiCommunicator*>(failed_comm.get());
+  // Half the watchdog's timeout at most, so the failed rank speaks before the
+  // others' watchdogs name it as missing.
+  const double wait_s = config.collective_timeout_s > 0
+                            ? std::min(kEveryRankFailedWaitS, 0.5 * config.collective_timeout_s)
+                            : kEveryRankFailedWaitS;
+  if (failed_mpi && every_rank_failed(*failed_mpi, wait_s)) {
+    // Ending normally joins this rank's communication: safe only where every
+    // rank entered the same collectives (any still in flight then completes).
+    const auto seqs = lockstep::allgather_strings(*failed_comm, std::to_string(trainer->tracker().position().seq));
+    if (std::all_of(seqs.begin(), seqs.end(), [&](const std::string& q) { return q == seqs.front(); }))
+      return agree(*failed_comm, run, log);
   }
   log->error("{}{}", world > 1 && rank == 0 ? "[rank 0] " : "", run.message);
   if (world > 1) {

@@ -304,8 +304,10 @@ row bad-log-level 2 trainer "--log-level: 'loud' is not one of" -- --log-level l
 row bad-target 2 trainer "--target-accuracy: 1.5 must be in [0, 1]" -- --target-accuracy 1.5
 row target-no-eval 2 trainer "--target-accuracy needs evaluation" -- --target-accuracy 0.5 --no-eval
 row replicas-negative 2 trainer "--check-replicas-every: -2 must not be negative" -- $SYN --check-replicas-every -2
-row inject-unknown 2 trainer "--inject-fault: 'crash@1:2' is not replica-drift@RANK:STEP" -- $SYN --inject-fault crash@1:2
+row inject-unknown 2 trainer "--inject-fault: 'crash@1:2' is not replica-drift@RANK:STEP or error@RANK:STEP" -- $SYN --inject-fault crash@1:2
 row inject-step-zero 2 trainer "--inject-fault: 'replica-drift@1:0' needs a rank >= 0 and a step >= 1" -- $SYN --inject-fault replica-drift@1:0
+row inject-error-rank 2 trainer "--inject-fault: 'error@-1:2' needs a rank >= 0 (or all) and a step >= 1" -- $SYN --inject-fault error@-1:2
+row inject-drift-all 2 trainer "--inject-fault: 'all' is not an integer" -- $SYN --inject-fault replica-drift@all:2
 
 # The large-batch recipe, --benchmark and --image-size.
 row lr-scaling-bogus 2 trainer "--lr-scaling: 'bogus' is not one of none, linear" -- $SYN --lr-scaling bogus
