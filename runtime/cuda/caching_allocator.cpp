@@ -62,11 +62,12 @@ void* CachingAllocator::allocate(size_t nbytes) {
       (void)cudaGetLastError();
       size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
+      // Only cudaErrorMemoryAllocation is a lack of memory; any other error
+      // (a malloc during a stream capture, a sticky error) is named as such.
       const std::string what =
-          fmt::format("out of GPU memory on cuda:{} allocating {} bytes ({}): {} bytes in use by tensors, {} reserved, "
-                      "{} free of {}",
-                      device_, size, cudaGetErrorName(e), stats_.allocated_bytes, stats_.reserved_bytes, free_b,
-                      total_b);
+          fmt::format("{} on cuda:{} allocating {} bytes ({}): {} bytes in use by tensors, {} reserved, {} free of {}",
+                      e == cudaErrorMemoryAllocation ? "out of GPU memory" : "cudaMalloc failed", device_, size,
+                      cudaGetErrorName(e), stats_.allocated_bytes, stats_.reserved_bytes, free_b, total_b);
       if (e == cudaErrorMemoryAllocation) throw OutOfMemory(__FILE__, __LINE__, what);
       LS_THROW("{}", what);
     }

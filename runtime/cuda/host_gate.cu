@@ -47,6 +47,13 @@ HostGate::HostGate() {
 }
 
 HostGate::~HostGate() {
+  // Open, and let the kernel leave, before its flags are freed: a run that
+  // threw between close() and open() leaves the gate closed.
+  if (host_) open();
+  if (passed_) {
+    cudaEventSynchronize(passed_);
+    cudaEventDestroy(passed_);
+  }
   if (host_) cudaFreeHost(host_);
 }
 
@@ -55,6 +62,8 @@ void HostGate::close(cudaStream_t stream, double timeout_ms) {
   __atomic_store_n(&host_[1], 0, __ATOMIC_SEQ_CST);
   wait_for_host<<<1, 1, 0, stream>>>(device_, static_cast<uint64_t>(timeout_ms * 1e6));
   LS_CUDA_CHECK(cudaGetLastError());
+  if (!passed_) LS_CUDA_CHECK(cudaEventCreateWithFlags(&passed_, cudaEventDisableTiming));
+  LS_CUDA_CHECK(cudaEventRecord(passed_, stream));
 }
 
 void HostGate::open() { __atomic_store_n(&host_[0], 1, __ATOMIC_SEQ_CST); }

@@ -12,7 +12,9 @@
 //
 // Sequence: close(stream) -> record start, queue the work, record end ->
 // open() -> wait for the end event -> timed_out(). close() again only after
-// the stream has passed the previous gate (the flags are reused).
+// the stream has passed the previous gate (the flags are reused). The
+// destructor opens the gate and waits for the stream to pass it, so an
+// exception between close() and open() leaves no kernel reading freed flags.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -35,6 +37,7 @@ class HostGate {
  private:
   int* host_ = nullptr;    // [0]: open, [1]: timed out
   int* device_ = nullptr;  // the same flags, as the kernel sees them
+  cudaEvent_t passed_ = nullptr;  // recorded behind the last kernel: the destructor waits for it
 };
 
 }  // namespace lockstep::cuda

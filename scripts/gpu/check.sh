@@ -237,11 +237,11 @@ step train.keras.graph.vs.eager graph_vs_eager
 step train.resnet20.mpi.np2.syncbn mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
                              --device cuda --comm mpi --sync-batchnorm --progress off
 step train.resnet20.bf16   trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 --device cuda \
-                             --precision bf16 --progress off
+                             --precision bf16 --layout nchw --progress off
 step train.resnet20.nhwc.np2.syncbn mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
                              --device cuda --comm mpi --sync-batchnorm --layout nhwc --progress off
 step train.resnet20.fp16.mpi.np2 mpirun -np 2 trainer --model resnet20 --benchmark --max-steps 20 --batch-size 32 \
-                             --device cuda --comm mpi --precision fp16 --progress off
+                             --device cuda --comm mpi --precision fp16 --layout nchw --progress off
 # --clip-grad-norm on the device (the loss scaler's rule; in a captured graph,
 # and with fp16's dynamic scale) against the CPU's clipping.
 step train.lenet.clip.graph trainer "${TRAIN[@]}" "${CLIP[@]}" --device cuda --cuda-graph \
