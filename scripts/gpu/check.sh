@@ -125,6 +125,8 @@ step gpu_tests        gpu_tests --durations yes ${CHECK_GPU_TESTS:+"$CHECK_GPU_T
 step nccl.np1         mpirun -np 1 gpu_mpi_tests "[nccl]"
 step staged.np2       mpirun -np 2 gpu_mpi_tests "[staged]"
 step nccl_timeout.np1 mpirun -np 1 gpu_mpi_tests "[nccl_timeout]"
+# The library's GPU loop as a user writes it (README's "On the GPU").
+step consumer.gpu.np1 mpirun -np 1 consumer --gpu
 
 # ---- training on the GPU (Fashion-MNIST from the bundle) ----
 LENET=(--model lenet --epochs 3 --batch-size 128 --optimizer sgd --lr 0.05 --momentum 0.9 --progress off

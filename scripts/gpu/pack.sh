@@ -20,7 +20,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUNDLE="${1:-$ROOT/.gpu-bundle}"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
 ARCHS="${CUDA_ARCHS:-90}"
-TARGETS=(gpu_tests gpu_mpi_tests trainer compare_weights)
+TARGETS=(gpu_tests gpu_mpi_tests trainer compare_weights consumer)
 
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \

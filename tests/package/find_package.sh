@@ -5,7 +5,7 @@
 # static libraries, and trains data-parallel at N=1 and N=2 (the same losses:
 # N ranks x B/N equals 1 rank x B, replicas bitwise identical, see main.cpp),
 # and at N=2 with the optimizer state sharded (ZeRO-1: the same losses, bit
-# for bit, with half the state);
+# for bit, with half the state); a CUDA package compiles its GPU loop too;
 # asking for a version the package is not (find_package(lockstep 99)) fails.
 # usage: find_package.sh BUILD_DIR
 set -euo pipefail
@@ -35,6 +35,21 @@ echo "$zero"
   fail "ZeRO-1 trained differently from stage 0 at N=2"
 read -r held all <<< "$(sed -n 's/.*optimizer state \([0-9]*\) of \([0-9]*\) values.*/\1 \2/p' <<< "$zero")"
 ((held > 0 && 2 * held <= all + 64)) || fail "ZeRO-1: rank 0 holds $held of $all state values"
+# A package built with CUDA compiles the consumer's GPU loop too (README's "On
+# the GPU": the installed headers reach cuDNN, NCCL and the CUDA runtime).
+# Without a GPU here it is refused in one line; with one it trains (the GPU
+# run itself is the gpu-labelled test gpu.consumer.np1).
+if grep -q 'set(lockstep_HAVE_CUDA ON)' "$WORK/prefix/lib/cmake/lockstep/lockstepConfig.cmake"; then
+  code=0
+  gpu=$(mpirun -np 1 "$WORK/build/consumer" --gpu 2>&1) || code=$?
+  if [[ $code -eq 0 ]]; then
+    grep -q "^consumer: ok on 1 ranks (GPUs, NCCL)" <<< "$gpu" || fail "the consumer's GPU run: $gpu"
+  else
+    [[ $(grep -c "^consumer: " <<< "$gpu") -eq 1 ]] && grep -q "^consumer: --gpu: " <<< "$gpu" ||
+      fail "the consumer's GPU run without a GPU: exit $code, not one line naming --gpu: $gpu"
+  fi
+  echo "consumer --gpu (CUDA package): ${gpu%%$'\n'*}"
+fi
 # Losses "a -> b" at N=1 and N=2 agree to rounding (another summation order).
 losses() { sed -n 's/.*: loss \([0-9.]*\) -> \([0-9.]*\) .*/\1 \2/p' <<< "$1"; }
 read -r a1 b1 <<< "$(losses "$one")" && read -r a2 b2 <<< "$(losses "$two")" || fail "no losses printed"

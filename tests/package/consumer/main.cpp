@@ -5,6 +5,8 @@
 // synthetic task every rank generates alike (a fixed random linear teacher);
 // each rank trains on its shard of the global batch; with --zero-stage-1 the
 // optimizer state is sharded over the ranks (DistributedOptions::zero_stage).
+// With --gpu (a package built with CUDA) the same training runs on the rank's
+// GPU, gradients averaged by NCCL, unclipped (README's "On the GPU").
 // Then a built-in model from the registry (lockstep::models) runs a forward pass.
 // Prints "consumer: ok ..." on rank 0 and exits 0 when the loss fell and every
 // replica holds the same weights bit for bit; one line and exit 1 otherwise.
@@ -17,11 +19,18 @@
 #include <lockstep/nn/model.h>
 #include <lockstep/optim/distributed_optimizer.h>
 #include <lockstep/optim/optimizer.h>
+#ifdef LOCKSTEP_HAVE_CUDA
+#include <lockstep/comm/nccl_communicator.h>
+#include <lockstep/cuda/context.h>
+#include <lockstep/cuda/device.h>
+#endif
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace lockstep;
@@ -69,7 +78,28 @@ int run(int argc, char** argv) {
   auto opt = make_optimizer(model.params(), OptimizerConfig{});
   DistributedOptions options;
   options.max_grad_norm = kMaxGradNorm;
-  options.zero_stage = argc > 1 && std::strcmp(argv[1], "--zero-stage-1") == 0 ? 1 : 0;
+  const std::string mode = argc > 1 ? argv[1] : "";
+  LS_CHECK(mode.empty() || mode == "--zero-stage-1" || mode == "--gpu", "unknown option '{}'", mode);
+  options.zero_stage = mode == "--zero-stage-1" ? 1 : 0;
+  cuda::Context* gpu = nullptr;  // --gpu: the rank's device context
+#ifdef LOCKSTEP_HAVE_CUDA
+  std::unique_ptr<cuda::Context> context;
+  std::unique_ptr<NcclCommunicator> nccl;
+  if (mode == "--gpu") {
+    // GPU = local rank; NCCL's unique id goes from rank 0 to the others over MPI.
+    context = std::make_unique<cuda::Context>(
+        cuda::select_device(comm->local_rank(), comm->local_size(), /*exclusive=*/true, "--gpu"));
+    gpu = context.get();
+    nccl = NcclCommunicator::create(*comm, gpu->device());
+    model.to(gpu->allocator());  // parameters, gradients and buffers move to the GPU
+    opt->use_gpu(*gpu);          // and the optimizer's state and updates
+    options.gpu = gpu;
+    options.nccl = nccl.get();
+    options.max_grad_norm = 0.f;  // clipping on the GPU goes through a LossScaler (optim/loss_scaler.h)
+  }
+#else
+  LS_CHECK(mode != "--gpu", "--gpu: this lockstep was built without CUDA");
+#endif
   DistributedOptimizer dopt(*opt, model.params(), *comm, options);
   dopt.broadcast_state(0);  // every replica starts from rank 0's weights (seeds differ on purpose)
   model.net().set_grad_ready_hook([&](int64_t end) { dopt.on_gradients_ready(end); });
@@ -83,20 +113,31 @@ int run(int argc, char** argv) {
       const uint64_t index = static_cast<uint64_t>(step * kGlobalBatch + rank * local + i);
       task.sample(index, x.data<float>() + i * kFeatures, labels.data<int32_t>()[i]);
     }
-    const Tensor& logits = model.net().forward(x, ForwardContext{});
-    Tensor loss = Tensor::from_vector(Shape{1}, {static_cast<float>(softmax_cross_entropy(logits, labels).loss_sum)});
+    // On the GPU the batch is copied to the device (a real program would
+    // reuse device buffers and copy asynchronously from page-locked memory).
+    const Tensor xs = gpu ? x.to(gpu->allocator()) : x, ys = gpu ? labels.to(gpu->allocator()) : labels;
+    ForwardContext fctx;
+    fctx.step = step;
+    fctx.gpu = gpu;
+    const Tensor& logits = model.net().forward(xs, fctx);
+    LossAccumulator acc;  // on the GPU the sums stay on the device until read()
+    acc.add(logits, ys, 0.f, gpu);
+    Tensor loss = Tensor::from_vector(Shape{1}, {static_cast<float>(acc.read().loss_sum)});
     comm->allreduce(loss, ReduceOp::Sum);
     const double mean = loss.data<float>()[0] / kGlobalBatch;
     (step == 0 ? first : last) = mean;
     Tensor dlogits = model.net().output_grad();  // this shard's mean; the optimizer averages over ranks
-    softmax_cross_entropy_backward(logits, labels, 1.f / static_cast<float>(local), dlogits);
+    softmax_cross_entropy_backward(logits, ys, 1.f / static_cast<float>(local), dlogits, 0.f, gpu);
     dopt.begin_backward(true);
-    model.net().backward(BackwardContext{});
+    BackwardContext bctx;
+    bctx.gpu = gpu;
+    model.net().backward(bctx);
     dopt.step(0.1f);
   }
 
   // Every replica must hold rank 0's weights exactly.
-  const Tensor mine = model.params().values().to(cpu_allocator());
+  dopt.drain();  // the last step's collectives and update done (GPU); a no-op on the CPU
+  const Tensor mine = on_host(model.params().values());
   Tensor root = mine.to(cpu_allocator());
   comm->broadcast(root, 0);
   int differ = std::memcmp(mine.data<float>(), root.data<float>(), static_cast<size_t>(mine.numel()) * 4) != 0;
@@ -112,13 +153,13 @@ int run(int argc, char** argv) {
     if (flag.data<float>()[0] != 0) return std::fprintf(stderr, "consumer: replicas differ after training\n"), 1;
     if (!(last < 0.5 * first))
       return std::fprintf(stderr, "consumer: loss %.4f -> %.4f did not halve\n", first, last), 1;
-    if (dopt.clipped_steps() == 0)
+    if (!gpu && dopt.clipped_steps() == 0)
       return std::fprintf(stderr, "consumer: no step clipped (last norm %.4f)\n", dopt.last_grad_norm()), 1;
     if (out.shape() != Shape{2, 10})
       return std::fprintf(stderr, "consumer: lenet gave %s\n", out.shape().str().c_str()), 1;
-    std::printf("consumer: ok on %d ranks: loss %.9f -> %.9f in %lld steps (%lld clipped), replicas identical, "
+    std::printf("consumer: ok on %d ranks%s: loss %.9f -> %.9f in %lld steps (%lld clipped), replicas identical, "
                 "optimizer state %lld of %lld values here, lenet -> %s\n",
-                size, first, last, static_cast<long long>(kSteps), static_cast<long long>(dopt.clipped_steps()),
+                size, gpu ? " (GPUs, NCCL)" : "", first, last, static_cast<long long>(kSteps), static_cast<long long>(dopt.clipped_steps()),
                 static_cast<long long>(opt->state_numel()), static_cast<long long>(model.params().padded_numel()),
                 out.shape().str().c_str());
   }
