@@ -81,7 +81,8 @@ int run(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   LS_CHECK(mode.empty() || mode == "--zero-stage-1" || mode == "--gpu", "unknown option '{}'", mode);
   options.zero_stage = mode == "--zero-stage-1" ? 1 : 0;
-  cuda::Context* gpu = nullptr;  // --gpu: the rank's device context
+  cuda::Context* gpu = nullptr;         // --gpu: the rank's device context
+  std::shared_ptr<Allocator> on_device;  // --gpu: its memory
 #ifdef LOCKSTEP_HAVE_CUDA
   std::unique_ptr<cuda::Context> context;
   std::unique_ptr<NcclCommunicator> nccl;
@@ -91,8 +92,9 @@ int run(int argc, char** argv) {
         cuda::select_device(comm->local_rank(), comm->local_size(), /*exclusive=*/true, "--gpu"));
     gpu = context.get();
     nccl = NcclCommunicator::create(*comm, gpu->device());
-    model.to(gpu->allocator());  // parameters, gradients and buffers move to the GPU
-    opt->use_gpu(*gpu);          // and the optimizer's state and updates
+    on_device = gpu->allocator();
+    model.to(on_device);  // parameters, gradients and buffers move to the GPU
+    opt->use_gpu(*gpu);   // and the optimizer's state and updates
     options.gpu = gpu;
     options.nccl = nccl.get();
     options.max_grad_norm = 0.f;  // clipping on the GPU goes through a LossScaler (optim/loss_scaler.h)
@@ -115,7 +117,7 @@ int run(int argc, char** argv) {
     }
     // On the GPU the batch is copied to the device (a real program would
     // reuse device buffers and copy asynchronously from page-locked memory).
-    const Tensor xs = gpu ? x.to(gpu->allocator()) : x, ys = gpu ? labels.to(gpu->allocator()) : labels;
+    const Tensor xs = on_device ? x.to(on_device) : x, ys = on_device ? labels.to(on_device) : labels;
     ForwardContext fctx;
     fctx.step = step;
     fctx.gpu = gpu;
