@@ -410,7 +410,8 @@ TrainSummary Trainer::run_steps() {
         dopt_->step(sched_.lr(progress_.step));
       }
       ++progress_.step;
-      const bool inject_here = (c_.inject_every_rank || c_.inject_rank == comm_.rank()) && c_.inject_step == progress_.step;
+      const bool inject_here =
+          (c_.inject_every_rank || c_.inject_rank == comm_.rank()) && c_.inject_step == progress_.step;
       if (inject_here && c_.inject_kind == "error") LS_THROW("fault injected: an error after step {}", progress_.step);
       if (inject_here && c_.inject_kind == "replica-drift") {  // --inject-fault
         if (dev_) dev_->wait_graph_steps();

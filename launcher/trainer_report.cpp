@@ -171,14 +171,16 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   const double host_peak_mib = static_cast<double>(peak_resident_bytes()) / mib;
   log_->info("memory: host peak resident {:.0f} MiB{}", host_peak_mib, dev_ ? "; " + dev_->memory_report() : "");
   nlohmann::json memory = {{"host_peak_resident_mib", host_peak_mib}};
-  std::optional<int64_t> workspace_bytes;  // the GPU's
+  std::optional<int64_t> workspace_bytes, steady_peak_bytes;  // the GPU's
   if (dev_) {
     const DeviceRuntime::MemoryStats m = dev_->memory_stats();
     memory["gpu_peak_allocated_mib"] = static_cast<double>(m.peak_allocated_bytes) / mib;
     memory["gpu_peak_reserved_mib"] = static_cast<double>(m.peak_reserved_bytes) / mib;
     memory["gpu_mallocs"] = m.device_mallocs;
-    if (m.steady_peak_allocated_bytes >= 0)
+    if (m.steady_peak_allocated_bytes >= 0) {
       memory["gpu_steady_peak_allocated_mib"] = static_cast<double>(m.steady_peak_allocated_bytes) / mib;
+      steady_peak_bytes = m.steady_peak_allocated_bytes;
+    }
     memory["gpu_workspace_mib"] = static_cast<double>(m.workspace_bytes) / mib;
     workspace_bytes = m.workspace_bytes;
   }
@@ -195,8 +197,8 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   // transients, the communication buffers and the allocator's rounding. (Below
   // it when evaluation, after the timed steps, grew what is held.)
   std::string beyond;
-  if (memory.contains("gpu_steady_peak_allocated_mib")) {
-    const double d = memory["gpu_steady_peak_allocated_mib"].get<double>() - held_total_mib;
+  if (steady_peak_bytes) {
+    const double d = static_cast<double>(*steady_peak_bytes - held_total) / mib;
     beyond = fmt::format("; the timed steps' GPU peak is {:.1f} MiB {} that{}", std::abs(d), d >= 0 ? "above" : "below",
                          d >= 0 ? " (transients within the step, communication buffers, the allocator's rounding)" : "");
   }

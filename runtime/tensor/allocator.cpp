@@ -36,12 +36,12 @@ void check_host_memory(size_t bytes, const char* what) {
 void* CpuAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
   const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  const double mib = 1 << 20;
   check_host_memory(rounded, "a tensor");
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr)
     throw OutOfMemory(__FILE__, __LINE__,
-                      fmt::format("out of host memory for a tensor ({:.0f} MiB)", static_cast<double>(rounded) / mib));
+                      fmt::format("out of host memory for a tensor ({:.0f} MiB)",
+                                  static_cast<double>(rounded) / (1 << 20)));
   std::memset(p, 0, rounded);
   return p;
 }
