@@ -168,7 +168,7 @@ bool same_geometry(const ops::ConvGeometry& a, const ops::ConvGeometry& b) {
 }  // namespace
 #endif
 
-void Conv2d::share_scratch(const std::shared_ptr<SharedScratch>& scratch, int) {
+void Conv2d::share_scratch(const std::shared_ptr<SharedScratch>& scratch) {
   ws_.share_thread_buffers(scratch->workspace());
 }
 

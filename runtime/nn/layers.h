@@ -72,7 +72,7 @@ class Conv2d final : public Module {
   void set_layout(Layout layout) override { layout_ = layout; }
   // The CPU kernels' per-thread buffers become the model's (its own `shared`
   // buffer, the Winograd filter transform, stays).
-  void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) override;
+  void share_scratch(const std::shared_ptr<SharedScratch>& scratch) override;
 
  private:
   int64_t in_c_, out_c_, k_, stride_, pad_;

@@ -22,7 +22,8 @@ namespace lockstep {
 namespace cuda {
 class Context;  // cuda/context.h: one rank's device, stream, allocator and library handles
 }
-class SharedScratch;  // nn/shared_scratch.h: a model's gradient and per-thread scratch buffers
+class SharedScratch;    // nn/shared_scratch.h: a model's per-thread scratch buffers
+class ActivationArena;  // nn/activation_arena.h: a model's activations and their gradients
 
 // How a module's output relates to its input's memory.
 enum class Aliasing {
@@ -130,12 +131,22 @@ class Module {
   // Containers pass it on; modules without convolutions ignore it.
   virtual void set_conv_algorithm(ops::ConvAlgo algo) { (void)algo; }
   // The model's scratch memory (nn/shared_scratch.h), given by the enclosing
-  // Sequential as it plans its memory; `depth` is the nesting depth of the
-  // chains this module contains (a residual block's branch and shortcut).
-  // Modules with scratch of their own use it instead; the rest ignore it.
-  virtual void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) {
-    (void)scratch, (void)depth;
+  // Sequential as it plans its memory. Modules with scratch of their own use
+  // it instead; the rest ignore it.
+  virtual void share_scratch(const std::shared_ptr<SharedScratch>& scratch) { (void)scratch; }
+  // Called by the enclosing Sequential as it plans its memory, right after
+  // placing this module's output: a module that contains chains (a residual
+  // block) places their activations in `arena` (Sequential::plan_in), in the
+  // order its forward runs them, for inputs up to `input`. The rest ignore it.
+  virtual void plan_memory(const std::shared_ptr<ActivationArena>& arena, const Shape& input, Device device,
+                           DType dtype, cuda::Context* gpu) {
+    (void)arena, (void)input, (void)device, (void)dtype, (void)gpu;
   }
+  // After planning: hold and release in `arena` the gradients backward() would
+  // take from it, in the same order, running nothing (ActivationArena::hold;
+  // the owner sizes the arena's headroom so). `input_grad`: backward gets a dx.
+  // Modules that contain chains take part; the rest take nothing.
+  virtual void rehearse_backward(ActivationArena& arena, bool input_grad) const { (void)arena, (void)input_grad; }
   virtual bool has_parameters() const { return false; }
   virtual std::vector<const Parameter*> parameters() const { return {}; }
   // Forward multiply-adds x2 per sample (for throughput reports); 0 if negligible.

@@ -1,6 +1,7 @@
 // Residual block: two chains joined by an addition and a ReLU.
 #include "nn/residual.h"
 
+#include "nn/activation_arena.h"
 #include "nn/batchnorm.h"
 #include "nn/device_util.h"
 #include "ops/elementwise.h"
@@ -14,14 +15,33 @@ namespace lockstep {
 Residual::Residual(std::string name, Sequential branch, Sequential shortcut)
     : name_(std::move(name)), branch_(std::move(branch)), shortcut_(std::move(shortcut)) {
   LS_CHECK(branch_.size() > 0, "{}: the branch has no layers", name_);
-  share_scratch(std::make_shared<SharedScratch>(), 0);  // until a Sequential gives the model's
+  share_scratch(std::make_shared<SharedScratch>());  // until a Sequential gives the model's
 }
 
-void Residual::share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) {
-  scratch_ = scratch;
-  depth_ = depth;
-  branch_.share_scratch(scratch, depth);
-  shortcut_.share_scratch(scratch, depth);
+void Residual::share_scratch(const std::shared_ptr<SharedScratch>& scratch) {
+  branch_.share_scratch(scratch);
+  shortcut_.share_scratch(scratch);
+}
+
+bool Residual::joins() const { return dynamic_cast<const BatchNorm2d*>(&branch_.layer(branch_.size() - 1)) != nullptr; }
+
+void Residual::plan_memory(const std::shared_ptr<ActivationArena>& arena, const Shape& input, Device device,
+                           DType dtype, cuda::Context* gpu) {
+  if (shortcut_.size()) shortcut_.plan_in(arena, input, device, dtype, gpu, shortcut_into_output());
+  shortcut_end_ = arena->mark();
+  branch_.plan_in(arena, input, device, dtype, gpu, joins());
+  arena_ = arena;
+  input_capacity_ = input.numel();
+}
+
+void Residual::rehearse_backward(ActivationArena& arena, bool input_grad) const {
+  // As backward(): the branch (joined, it reads the block's dy where it is),
+  // then the shortcut, its input gradient held while it runs and is added.
+  branch_.rehearse_backward(arena, joins(), input_grad);
+  if (!shortcut_.size()) return;
+  const int64_t held = input_grad ? arena.hold(input_capacity_, shortcut_end_) : -1;
+  shortcut_.rehearse_backward(arena, true, input_grad);
+  if (held >= 0) arena.release(held);
 }
 
 Shape Residual::output_shape(const Shape& in) const {
@@ -72,19 +92,19 @@ HeldMemory Residual::held_memory() const {
 }
 
 void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
-  joined_ = false;
-  if (auto* bn = dynamic_cast<BatchNorm2d*>(&branch_.layer(branch_.size() - 1))) {
+  joined_ = joins();
+  if (joined_) {
     // A projection shortcut writes straight into y, joined there in place:
     // no memory of its own for its output, which nothing reads again.
-    const bool into_y = shortcut_.size() && shortcut_.output_overwritable();
-    const Tensor& b = into_y ? shortcut_.forward_into(x, ctx, y) : shortcut_.size() ? shortcut_.forward(x, ctx) : x;
+    const Tensor& b = shortcut_into_output() ? shortcut_.forward_into(x, ctx, y)
+                      : shortcut_.size()     ? shortcut_.forward(x, ctx)
+                                             : x;
     const Tensor& z = branch_.forward_but_last(x, ctx, y);
-    bn->forward_add_relu(z, b, y, ctx);
-    joined_ = true;
+    static_cast<BatchNorm2d&>(branch_.layer(branch_.size() - 1)).forward_add_relu(z, b, y, ctx);
     return;
   }
-  const Tensor& a = branch_.forward(x, ctx);
   const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
+  const Tensor& a = branch_.forward(x, ctx);
 #ifdef LOCKSTEP_HAVE_CUDA
   if (x.device().is_cuda()) {
     const cudaStream_t st = gpu_context(ctx.gpu, "Residual").raw_stream();
@@ -143,10 +163,15 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
       shortcut_.backward(ctx, nullptr, &g);
       return;
     }
-    scratch_->reserve(depth_, SharedScratch::kShortcutGrad, x.numel(), x.dtype(), x.device(), ctx.gpu);
-    Tensor sx = scratch_->buffer(depth_, SharedScratch::kShortcutGrad).slice(0, x.shape());
+    // Taken above the shortcut's activations: the branch's are dead now.
+    int64_t held = -1;
+    const bool planned = arena_ && shortcut_.arena() == arena_ && x.numel() <= input_capacity_;
+    Tensor sx = planned ? arena_->take(input_capacity_, shortcut_end_, &held)
+                        : ensure_scratch(own_shortcut_grad_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
+    sx = sx.slice(0, x.shape());
     shortcut_.backward(ctx, &sx, &g);
     add_inplace(sx, *dx);
+    if (held >= 0) arena_->release(held);
   } else if (dx) {
     add_inplace(g, *dx);
   }

@@ -3,12 +3,15 @@
 // no shortcut means the identity. Parameters are named
 // "<prefix>branch.<i>.<name>" and "<prefix>shortcut.<i>.<name>".
 //
-// Backward: dy is masked by the final ReLU in place (it is the caller's
-// scratch buffer), handed to both chains' output gradients, and the input
-// gradients of the two paths are added. Memory: each chain keeps its own
-// activations; the chains' gradient buffers and a projection shortcut's
-// input gradient are the model's SharedScratch at the chains' depth, shared
-// with every other block there (they run one at a time).
+// Forward runs the shortcut, then the branch; backward the branch, then the
+// shortcut (the reverse: nn/activation_arena.h places the shortcut's
+// activations before the branch's, so the branch's are dead by the time the
+// shortcut's backward runs). Backward: dy is masked by the final ReLU in
+// place (it is the caller's gradient buffer), handed to both chains' output
+// gradients, and the input gradients of the two paths are added. Memory: the
+// chains' activations, their gradients and a projection shortcut's input
+// gradient live in the model's ActivationArena (plan_memory); a block run on
+// its own, outside a planned model, plans each chain apart.
 //
 // On the CPU, when the branch ends in a BatchNorm2d (as every ResNet block's
 // does), the join is fused: the shortcut runs first, then the branch up to
@@ -52,8 +55,12 @@ class Residual final : public Module {
     branch_.set_layout(layout, /*convert_input=*/false);
     shortcut_.set_layout(layout, /*convert_input=*/false);
   }
-  // The chains run at `depth`; so does this block's shortcut gradient.
-  void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) override;
+  void share_scratch(const std::shared_ptr<SharedScratch>& scratch) override;
+  // The shortcut's activations, then the branch's; the shortcut's input
+  // gradient is taken above the shortcut's in backward.
+  void plan_memory(const std::shared_ptr<ActivationArena>& arena, const Shape& input, Device device, DType dtype,
+                   cuda::Context* gpu) override;
+  void rehearse_backward(ActivationArena& arena, bool input_grad) const override;
   HeldMemory held_memory() const override;  // the branch's and the shortcut's
 
   Sequential& branch() { return branch_; }
@@ -62,9 +69,16 @@ class Residual final : public Module {
  private:
   std::string name_;
   Sequential branch_, shortcut_;  // shortcut_ empty: identity
-  std::shared_ptr<SharedScratch> scratch_;  // the chains' and the shortcut gradient's, at depth_
-  int depth_ = 0;
-  bool joined_ = false;           // the last forward fused the join (CPU)
+  // The join is fused (the branch ends in a batch norm): the branch's last
+  // output is the block's; so is a projection shortcut's that may be overwritten.
+  bool joins() const;
+  bool shortcut_into_output() const { return joins() && shortcut_.size() && shortcut_.output_overwritable(); }
+
+  std::shared_ptr<ActivationArena> arena_;  // the model's, once planned in it; null for a block on its own
+  int64_t shortcut_end_ = 0;      // arena mark after the shortcut's activations (its gradient's boundary)
+  int64_t input_capacity_ = 0;    // input elements planned for
+  Tensor own_shortcut_grad_;      // the shortcut's input gradient of a block on its own
+  bool joined_ = false;           // the last forward fused the join
 };
 
 }  // namespace lockstep

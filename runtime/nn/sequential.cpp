@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "nn/activation_arena.h"
 #include "nn/device_util.h"
 
 #ifdef LOCKSTEP_HAVE_CUDA
@@ -91,17 +92,55 @@ void Sequential::set_conv_algorithm(ops::ConvAlgo algo) {
 }
 
 void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu) {
-  const std::shared_ptr<Allocator> alloc = allocator_for(device, gpu, "Sequential");
+  if (planned_by_parent_ || !arena_) arena_ = std::make_shared<ActivationArena>();
+  planned_by_parent_ = false;
+  if (!scratch_) scratch_ = std::make_shared<SharedScratch>();
+  arena_->begin_plan(dtype);
+  place(in, device, dtype, gpu);
+  // The model's own backward: dL/d(output) through output_grad() (or the
+  // caller's, when the output is), no input gradient.
+  rehearse_backward(*arena_, external_last_, false);
+  arena_->commit(device, gpu);
+}
+
+void Sequential::rehearse_backward(ActivationArena& arena, bool output_grad_given, bool input_grad) const {
+  // backward()'s takes and releases, in its order.
+  int64_t dy = output_grad_given ? -1 : arena.hold(cap_numel_.back(), fwd_end_.back());
+  for (size_t k = layers_.size(); k-- > 0;) {
+    int64_t dx = dy;
+    if (k > 0 && aliasing_[k] == Aliasing::None) dx = arena.hold(cap_numel_[k - 1], fwd_end_[k]);
+    if (aliasing_[k] != Aliasing::Fused) layers_[k]->rehearse_backward(arena, k > 0 || input_grad);
+    if (dx != dy && dy >= 0) arena.release(dy);
+    dy = dx;
+  }
+  if (dy >= 0) arena.release(dy);
+}
+
+void Sequential::plan_in(const std::shared_ptr<ActivationArena>& arena, const Shape& in, Device device, DType dtype,
+                         cuda::Context* gpu, bool external_last) {
+  LS_CHECK(arena != nullptr && arena->dtype() == dtype, "Sequential::plan_in: no arena, or not one of {}",
+           dtype_name(dtype));
+  arena_ = arena;
+  planned_by_parent_ = true;
+  external_last_ = external_last;
+  if (!scratch_) scratch_ = std::make_shared<SharedScratch>();
+  place(in, device, dtype, gpu);
+}
+
+void Sequential::place(const Shape& in, Device device, DType dtype, cuda::Context* gpu) {
   LS_CHECK(!layers_.empty(), "Sequential has no layers");
   const std::vector<Shape> cap_shapes = shapes(in);
-  aliasing_.assign(layers_.size(), Aliasing::None);
-  act_storage_.assign(layers_.size(), Tensor());
+  const size_t n = layers_.size();
+  aliasing_.assign(n, Aliasing::None);
+  act_storage_.assign(n, Tensor());
+  act_offset_.assign(n, -1);
+  cap_numel_.assign(n, 0);
+  fwd_end_.assign(n, 0);
   // A ReLU right after a module that can apply it is fused into that module.
-  std::vector<bool> fused(layers_.size(), false);
-  for (size_t i = 0; i + 1 < layers_.size(); ++i)
-    fused[i + 1] = layers_[i]->fuse_relu(fusion_ && layers_[i + 1]->is_relu());
-  if (!layers_.empty()) layers_.back()->fuse_relu(false);
-  for (size_t i = 0; i < layers_.size(); ++i) {
+  std::vector<bool> fused(n, false);
+  for (size_t i = 0; i + 1 < n; ++i) fused[i + 1] = layers_[i]->fuse_relu(fusion_ && layers_[i + 1]->is_relu());
+  layers_.back()->fuse_relu(false);
+  for (size_t i = 0; i < n; ++i) {
     const Aliasing want = layers_[i]->aliasing();
     if (fused[i]) {
       aliasing_[i] = Aliasing::Fused;
@@ -121,37 +160,39 @@ void Sequential::allocate(const Shape& in, Device device, DType dtype, cuda::Con
       }
       aliasing_[i] = safe ? Aliasing::InPlace : Aliasing::None;
     }
-    const bool external = external_last_ && i + 1 == layers_.size();
-    if (aliasing_[i] == Aliasing::None && !external) act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, alloc);
-  }
-  // Each gradient buffer sized for what backward() puts in it: buffer 0 the
-  // output's gradient (output_grad(); a chain whose output is its caller's
-  // gets that gradient from the caller too), then the two take turns at every
-  // layer that writes a gradient of its own (not a view, in-place or fused
-  // one), the dx of layer k > 0 being shaped like activation k - 1. Layer 0
-  // writes into the caller's memory. In a bottleneck the turns put the
-  // expanded channels' gradients in one buffer and the narrow ones in the other.
-  int64_t need[2] = {external_last_ ? 1 : cap_shapes.back().numel(), 1};
-  int turn = 0;
-  for (size_t k = layers_.size(); k-- > 1;)
-    if (aliasing_[k] == Aliasing::None) {
-      turn ^= 1;
-      need[turn] = std::max(need[turn], cap_shapes[k - 1].numel());
+    cap_numel_[i] = cap_shapes[i].numel();
+    const bool external = external_last_ && i + 1 == n;
+    if (aliasing_[i] == Aliasing::None && !external) {
+      if (!planned_by_parent_ && i + 1 == n)  // the model's output: read after backward, kept out of the arena
+        act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, allocator_for(device, gpu, "Sequential"));
+      else
+        act_offset_[i] = arena_->place(cap_numel_[i]);
     }
-  if (!scratch_) scratch_ = std::make_shared<SharedScratch>();
-  scratch_->reserve(depth_, SharedScratch::kGradA, need[0], dtype, device, gpu);
-  scratch_->reserve(depth_, SharedScratch::kGradB, need[1], dtype, device, gpu);
-  for (auto& l : layers_) l->share_scratch(scratch_, depth_ + 1);
+    // Then what the layer nests, in the order its forward runs it.
+    layers_[i]->share_scratch(scratch_);
+    layers_[i]->plan_memory(arena_, i == 0 ? in : cap_shapes[i - 1], device, dtype, gpu);
+    fwd_end_[i] = arena_->mark();
+  }
+  out_grad_ = Tensor();
+  out_grad_handle_ = -1;
+  storage_bound_ = false;
   capacity_shape_ = in;
   capacity_device_ = device;
   capacity_dtype_ = dtype;
 }
 
-void Sequential::share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth) {
-  LS_CHECK(scratch != nullptr && depth >= 0, "Sequential::share_scratch: no scratch or depth {}", depth);
-  if (scratch == scratch_ && depth == depth_) return;
+void Sequential::bind_storage() {
+  const std::vector<Shape> cap_shapes = shapes(capacity_shape_);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (act_offset_[i] >= 0) act_storage_[i] = arena_->storage().slice(act_offset_[i], cap_shapes[i]);
+  storage_generation_ = arena_->generation();
+  storage_bound_ = true;
+}
+
+void Sequential::share_scratch(const std::shared_ptr<SharedScratch>& scratch) {
+  LS_CHECK(scratch != nullptr, "Sequential::share_scratch: no scratch");
+  if (scratch == scratch_) return;
   scratch_ = scratch;
-  depth_ = depth;
   capacity_shape_ = Shape();
 }
 
@@ -166,11 +207,8 @@ HeldMemory Sequential::held_memory() const {
   h.activations = activation_bytes() + static_cast<int64_t>(cast_buf_.nbytes() + layout_buf_.nbytes());
   h.activation_gradients = static_cast<int64_t>(cast_grad_buf_.nbytes() + layout_grad_buf_.nbytes());
   for (const auto& layer : layers_) h += layer->held_memory();
+  if (arena_ && !planned_by_parent_) h += arena_->held_memory();
   return h;
-}
-
-Tensor Sequential::grad_buffer(int which) const {
-  return scratch_->buffer(depth_, which ? SharedScratch::kGradB : SharedScratch::kGradA);
 }
 
 void Sequential::bind(const Shape& in) {
@@ -222,12 +260,13 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
   bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0] &&
               capacity_device_ == x_in.device() && capacity_dtype_ == dtype;
   for (int d = 1; fits && d < in.rank(); ++d) fits = in[d] == capacity_shape_[d];
-  if (!fits) {
-    allocate(in, x_in.device(), dtype, ctx.gpu);
-    bind(in);
-  } else if (shapes_.empty() || shapes_[0][0] != in[0]) {
-    bind(in);
-  }
+  if (!fits) allocate(in, x_in.device(), dtype, ctx.gpu);
+  if (!planned_by_parent_) arena_->release_all();  // nothing is held across a forward
+  out_grad_ = Tensor();
+  out_grad_handle_ = -1;
+  const bool rebind = !storage_bound_ || storage_generation_ != arena_->generation();
+  if (rebind) bind_storage();
+  if (rebind || shapes_.empty() || shapes_[0][0] != in[0]) bind(in);
   caller_input_ = Tensor();
   input_ = x_in;
   if (cast) {
@@ -274,7 +313,8 @@ Tensor Sequential::output_grad() {
   LS_CHECK(!acts_.empty(), "output_grad() before forward()");
   LS_CHECK(!external_last_, "output_grad(): the chain's output is its caller's memory, so is its gradient (pass it "
                             "to backward())");
-  return grad_buffer(0).slice(0, shapes_.back());
+  if (out_grad_handle_ < 0) out_grad_ = arena_->take(cap_numel_.back(), fwd_end_.back(), &out_grad_handle_);
+  return out_grad_.slice(0, shapes_.back());
 }
 
 void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const Tensor* output_grad) {
@@ -297,22 +337,26 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const
     layout_grad = layout_grad_buf_.slice(0, input_.shape());
     input_grad = &layout_grad;
   }
-  int cur = 0;  // which grad_buf holds dy
   LS_CHECK(!output_grad || output_grad->shape() == shapes_.back(), "output gradient {} does not match the output {}",
            output_grad->shape().str(), shapes_.back().str());
   LS_CHECK(output_grad || !external_last_, "backward(): the chain's output is its caller's; so is its gradient");
-  const Tensor grad_buf[2] = {grad_buffer(0), grad_buffer(1)};
-  Tensor dy = output_grad ? *output_grad : grad_buf[0].slice(0, shapes_.back());
+  LS_CHECK(output_grad || out_grad_handle_ >= 0, "backward(): no output gradient (write it into output_grad() first)");
+  // dy and dx of layer k are gradients held in the arena (dy_held, dx_held:
+  // their handles, -1 for the caller's memory); dx is taken above layer k's
+  // nested region, in memory whose backward is done.
+  Tensor dy = output_grad ? *output_grad : out_grad_.slice(0, shapes_.back());
+  int64_t dy_held = output_grad ? -1 : out_grad_handle_;
+  out_grad_ = Tensor();
+  out_grad_handle_ = -1;
   for (size_t k = layers_.size(); k-- > 0;) {
     const Tensor& x = k == 0 ? input_ : acts_[k - 1];
     Tensor dx;
+    int64_t dx_held = dy_held;  // a view or in-place layer's dx is its dy
     if (k > 0) {
-      if (aliasing_[k] == Aliasing::None) {
-        cur ^= 1;
-        dx = grad_buf[cur].slice(0, x.shape());
-      } else {
+      if (aliasing_[k] == Aliasing::None)
+        dx = arena_->take(cap_numel_[k - 1], fwd_end_[k], &dx_held).slice(0, x.shape());
+      else
         dx = dy.reshape(x.shape());
-      }
     }
     if (aliasing_[k] != Aliasing::Fused) {
       const auto t0 = observer_ ? Clock::now() : Clock::time_point();
@@ -329,8 +373,12 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const
                                 ParameterStore::kAlignElements * ParameterStore::kAlignElements);
       hook_(end);
     }
+    if (k > 0 && dx_held != dy_held && dy_held >= 0) arena_->release(dy_held);
     dy = dx;
+    dy_held = dx_held;
   }
+  if (dy_held >= 0) arena_->release(dy_held);
+  if (!planned_by_parent_) arena_->settle();
   if (nchw_grad && reordered_) reorder_layout(layout_grad, Layout::NHWC, Layout::NCHW, *nchw_grad, ctx.gpu, "Sequential");
 #ifdef LOCKSTEP_HAVE_CUDA
   if (caller_grad && caller_input_.defined())

@@ -8,10 +8,14 @@
 //             backward needs the values they would overwrite, and a ReLU after a
 //             Conv2d/Linear is fused into it (computed in that layer's epilogue,
 //             its mask applied in that layer's backward; the ReLU itself never runs)
-//   grad[0|1] two ping-pong buffers for dL/d(activation), each sized for the
-//             gradients backward puts in it (they take turns), in the model's
-//             SharedScratch at this chain's nesting depth: shared with every
-//             other chain of that depth (nn/shared_scratch.h)
+//   every activation that owns memory, this chain's and its nested chains',
+//             lives in one ActivationArena (nn/activation_arena.h) in forward
+//             order; the model's outermost chain owns it and plans it for
+//             everything nested (Module::plan_memory), except its own last
+//             output (the logits: read after backward), which it keeps apart
+//   dL/d(activation) buffers are taken from the arena during backward: at
+//             layer k, at or above the end of layer k's nested region, in the
+//             memory of activations whose backward is done
 // A chain whose last layer's work its caller runs (forward_but_last: a residual
 // block's fused join), or whose last layer writes into its caller's memory
 // (forward_into: a block's shortcut), allocates nothing for that layer's output.
@@ -32,6 +36,7 @@
 #include <memory>
 #include <vector>
 
+#include "nn/activation_arena.h"
 #include "nn/module.h"
 #include "nn/shared_scratch.h"
 
@@ -129,16 +134,34 @@ class Sequential {
   void set_conv_algorithm(ops::ConvAlgo algo);
   // Effective aliasing per layer after planning (for tests and logs).
   const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }
-  // Use `scratch` at nesting `depth` for the gradient buffers and pass it on to
-  // the layers (at depth + 1); the next forward plans its memory again. Without
-  // this call a chain makes its own at depth 0 (the model's outermost chain).
-  void share_scratch(const std::shared_ptr<SharedScratch>& scratch, int depth);
+  // Use `scratch` (the CPU convolutions' per-thread buffers) and pass it on to
+  // the layers. Without this call a chain makes its own (the model's
+  // outermost chain).
+  void share_scratch(const std::shared_ptr<SharedScratch>& scratch);
   const std::shared_ptr<SharedScratch>& scratch() const { return scratch_; }
+  // Called by the module that contains this chain as its own memory is
+  // planned (Module::plan_memory): place this chain's activations, and its
+  // layers', in `arena` for inputs up to `in` on `device` in `dtype`.
+  // `external_last`: the caller will run forward_but_last or forward_into
+  // (the last output is the caller's memory). A forward that does not fit
+  // the plan (a larger batch, another entry point) makes the chain plan
+  // memory of its own from then on.
+  void plan_in(const std::shared_ptr<ActivationArena>& arena, const Shape& in, Device device, DType dtype,
+               cuda::Context* gpu, bool external_last);
+  // What backward() takes from the arena, in its order, held and released
+  // without memory (Module::rehearse_backward): `output_grad_given` as
+  // backward's output_grad argument (else output_grad() is taken), and
+  // whether an input gradient is asked for.
+  void rehearse_backward(ActivationArena& arena, bool output_grad_given, bool input_grad) const;
+  // The arena this chain's activations and gradients live in (its own, or the
+  // one its caller planned it in); null before the first forward.
+  const std::shared_ptr<ActivationArena>& arena() const { return arena_; }
   // Bytes of the activations this chain owns (not counting nested chains or
   // the shared scratch), for the current plan; 0 before the first forward.
   int64_t activation_bytes() const;
   // What the chain and its layers hold between steps (module.h HeldMemory),
-  // not counting the shared scratch (the model counts that once).
+  // not counting the shared scratch (the model counts that once). The chain
+  // that owns its arena adds the arena's headroom (activation_gradients).
   HeldMemory held_memory() const;
 
  private:
@@ -146,17 +169,28 @@ class Sequential {
   // `last_output`: forward_but_last's external output (count is then size() - 1)
   // or forward_into's (count is size()).
   const Tensor& run_forward(const Tensor& x, const ForwardContext& ctx, size_t count, const Tensor* last_output);
-  Tensor grad_buffer(int which) const;  // grad[which], the whole shared buffer
+  // Plans this chain as its arena's owner: a new plan, placed, committed.
   void allocate(const Shape& in, Device device, DType dtype, cuda::Context* gpu);
+  // Decides aliasing and places the activations (and the layers' nested ones).
+  void place(const Shape& in, Device device, DType dtype, cuda::Context* gpu);
+  void bind_storage();  // act_storage_ as views of the arena's current block
   void bind(const Shape& in);
 
   std::vector<std::unique_ptr<Module>> layers_;
   std::vector<Aliasing> aliasing_;   // per layer, decided by allocate()
   std::vector<Tensor> act_storage_;  // owned output memory of non-aliased layers, capacity rows
+  std::vector<int64_t> act_offset_;  // per layer: its output's offset in the arena, -1 if none there
+  std::vector<int64_t> cap_numel_;   // per layer: output elements at capacity
+  std::vector<int64_t> fwd_end_;     // per layer: arena mark after it and its nested chains (backward boundary)
   std::vector<Shape> shapes_;        // output shape per layer for the current batch
   std::vector<Tensor> acts_;         // outputs for the current batch (views)
-  std::shared_ptr<SharedScratch> scratch_;  // grad[0|1] live here, at depth_
-  int depth_ = 0;
+  std::shared_ptr<SharedScratch> scratch_;
+  std::shared_ptr<ActivationArena> arena_;
+  bool planned_by_parent_ = false;   // arena_ is the caller's (plan_in), not this chain's own
+  uint64_t storage_generation_ = 0;  // arena_->generation() the views were made for
+  bool storage_bound_ = false;       // act_storage_ views match the plan
+  Tensor out_grad_;                  // output_grad()'s arena memory, capacity elements, while held
+  int64_t out_grad_handle_ = -1;
   bool external_last_ = false;       // the plan leaves the last activation to the caller
   Shape capacity_shape_;             // input shape the storage was sized for
   Device capacity_device_;           // where the storage lives (the input's device)

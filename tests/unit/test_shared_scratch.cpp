@@ -1,8 +1,10 @@
-// The model-wide scratch memory (nn/shared_scratch.h): every chain of a depth
-// uses the same gradient buffers, every convolution the same per-thread
-// buffers, a fused residual join's branch holds no output, and no layer reads
-// what another left in the shared buffers (NaN-filled between every pass, the
-// results stay bitwise those of an untouched twin).
+// The model-wide memory (nn/shared_scratch.h, nn/activation_arena.h): every
+// chain places its activations in the model's one arena and takes its
+// gradients there, every convolution uses the same per-thread buffers, a
+// fused residual join's branch holds no output, and no layer reads what
+// another left (gradients NaN-filled as they are taken, the per-thread
+// buffers between every pass: the results stay bitwise those of an
+// untouched twin).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -35,13 +37,18 @@ Tensor labels_for(int64_t batch) {
   return labels;
 }
 
-// One SGD step; `poison` fills the model's shared scratch with NaN before the
-// forward and again between the forward and the backward.
+// One SGD step; `poison` fills the model's per-thread buffers with NaN before
+// the forward and again between the forward and the backward, and every
+// gradient the backward takes from the arena.
 void train_step(Model& m, Optimizer& opt, const Tensor& x, const Tensor& labels, bool poison) {
   Sequential& net = m.net();
-  if (poison && net.scratch()) net.scratch()->fill(std::numeric_limits<float>::quiet_NaN());
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  if (poison && net.scratch()) net.scratch()->fill(nan);
   const Tensor& logits = net.forward(x, ForwardContext{});
-  if (poison) net.scratch()->fill(std::numeric_limits<float>::quiet_NaN());
+  if (poison) {
+    net.scratch()->fill(nan);
+    net.arena()->poison(nan);
+  }
   Tensor d = net.output_grad();
   softmax_cross_entropy_backward(logits, labels, 1.f / static_cast<float>(x.shape()[0]), d);
   net.backward({});
@@ -63,36 +70,61 @@ std::unique_ptr<Model> resnet20_planned(int64_t side) {
 
 }  // namespace
 
-TEST_CASE("a model's chains share one scratch, one set of gradient buffers per depth", "[scratch]") {
+TEST_CASE("a model's chains share one scratch and one activation arena", "[scratch]") {
   set_compute_threads(2);
   auto m = resnet20_planned(32);
   Sequential& net = m->net();
   const std::shared_ptr<SharedScratch> scratch = net.scratch();
+  const std::shared_ptr<ActivationArena> arena = net.arena();
   REQUIRE(scratch != nullptr);
+  REQUIRE(arena != nullptr);
   int blocks = 0, projections = 0;
+  int64_t chains = net.activation_bytes();
   for (size_t i = 0; i < net.size(); ++i) {
     auto* block = dynamic_cast<Residual*>(&net.layer(i));
     if (!block) continue;
     ++blocks;
     CHECK(block->branch().scratch() == scratch);
+    CHECK(block->branch().arena() == arena);
+    chains += block->branch().activation_bytes();
     if (block->shortcut().size()) {
       ++projections;
       CHECK(block->shortcut().scratch() == scratch);
+      CHECK(block->shortcut().arena() == arena);
+      chains += block->shortcut().activation_bytes();
     }
   }
   CHECK(blocks == 9);
   CHECK(projections == 2);
-  // Depth 0 (the model's chain) and depth 1 (every branch and shortcut) are
-  // separate buffers: a block's backward holds its dy and dx in depth 0.
-  const Tensor& outer = scratch->buffer(0, SharedScratch::kGradA);
-  const Tensor& inner = scratch->buffer(1, SharedScratch::kGradA);
-  CHECK(outer.raw_data() != inner.raw_data());
-  CHECK(scratch->buffer(1, SharedScratch::kGradB).raw_data() != inner.raw_data());
-  // Every buffer is the largest activation of its depth, not a sum over chains.
-  const int64_t largest = 2 * 16 * 32 * 32;  // [2, 16, 32, 32]: stem and stage-1 outputs
-  CHECK(outer.numel() == largest);
-  CHECK(inner.numel() == largest);
-  CHECK_THROWS(scratch->buffer(2, SharedScratch::kGradA));  // nothing nests deeper
+  // Every activation but the model's output (the logits, kept apart) is in the
+  // arena: its planned part is their sum and a little alignment padding.
+  const int64_t logits = 2 * 10 * 4;
+  const int64_t placed = arena->activation_elements() * 4;
+  CHECK(placed >= chains - logits);
+  CHECK(placed < chains - logits + 64 * 4 * 64);  // under 256 bytes of padding for each of < 64 activations
+}
+
+TEST_CASE("the arena is allocated once, at the size its rehearsal found (fixed addresses: CUDA graphs)",
+          "[scratch]") {
+  // The plan rehearses the backward's gradient requests to size the headroom:
+  // the first backward fits, nothing grows, every step takes the same memory.
+  set_compute_threads(1);
+  auto m = build("resnet20", Shape{3, 16, 16});
+  auto opt = make_optimizer(m->params(), OptimizerConfig{});
+  const Tensor labels = labels_for(4);
+  std::vector<const void*> blocks;
+  std::vector<uint64_t> generations;
+  for (int step = 0; step < 4; ++step) {
+    train_step(*m, *opt, random_batch(m->batch_shape(4), 20 + static_cast<uint64_t>(step)), labels, false);
+    const ActivationArena& arena = *m->net().arena();
+    CHECK(arena.gradient_top() <= arena.capacity_elements());
+    blocks.push_back(arena.storage().raw_data());
+    generations.push_back(arena.generation());
+  }
+  for (int step = 1; step < 4; ++step) {
+    CHECK(generations[step] == generations[0]);
+    CHECK(blocks[step] == blocks[0]);
+  }
 }
 
 TEST_CASE("a fused residual join's branch allocates no output", "[scratch][residual]") {
