@@ -161,9 +161,22 @@ void Sequential::place(const Shape& in, Device device, DType dtype, cuda::Contex
       aliasing_[i] = safe ? Aliasing::InPlace : Aliasing::None;
     }
     cap_numel_[i] = cap_shapes[i].numel();
+  }
+  // The model's output (the logits) is read after backward, which takes
+  // gradients over every activation above its boundaries: the layer whose
+  // memory the output is -- the last one, or the one a trailing view,
+  // in-place or fused layer shares -- keeps it apart, out of the arena.
+  size_t output_owner = n;
+  if (!planned_by_parent_ && !external_last_)
+    for (size_t i = n; i-- > 0;)
+      if (aliasing_[i] == Aliasing::None) {
+        output_owner = i;
+        break;
+      }
+  for (size_t i = 0; i < n; ++i) {
     const bool external = external_last_ && i + 1 == n;
     if (aliasing_[i] == Aliasing::None && !external) {
-      if (!planned_by_parent_ && i + 1 == n)  // the model's output: read after backward, kept out of the arena
+      if (i == output_owner)
         act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, allocator_for(device, gpu, "Sequential"));
       else
         act_offset_[i] = arena_->place(cap_numel_[i]);

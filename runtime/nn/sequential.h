@@ -11,8 +11,10 @@
 //   every activation that owns memory, this chain's and its nested chains',
 //             lives in one ActivationArena (nn/activation_arena.h) in forward
 //             order; the model's outermost chain owns it and plans it for
-//             everything nested (Module::plan_memory), except its own last
-//             output (the logits: read after backward), which it keeps apart
+//             everything nested (Module::plan_memory), except the memory its
+//             own output lives in (the logits, read after backward: the last
+//             layer's, or the one a trailing view/in-place/fused layer
+//             shares), which it keeps apart
 //   dL/d(activation) buffers are taken from the arena during backward: at
 //             layer k, at or above the end of layer k's nested region, in the
 //             memory of activations whose backward is done

@@ -38,7 +38,7 @@ int64_t planned_output_bytes(const Sequential& net, const Shape& in) {
 
 // The headroom the arena keeps above a plain chain's activations (fp32), as
 // nn/activation_arena.h plans it: the activations in layer order (256-byte
-// aligned; the last, the model's output, apart), then backward takes the
+// aligned; the model's output apart), then backward takes the
 // output's gradient above everything and, at each layer k that writes a
 // gradient of its own, dx (shaped like activation k - 1) at the lowest place
 // above activation k that no gradient still held overlaps.
@@ -47,10 +47,13 @@ int64_t planned_headroom_bytes(const Sequential& net, const Shape& in) {
   const std::vector<Aliasing>& aliasing = net.planned_aliasing();
   const size_t n = shapes.size();
   auto align = [](int64_t e) { return (e + 63) / 64 * 64; };
+  size_t output_owner = n;  // the layer whose memory the output is, kept apart
+  for (size_t i = n; i-- > 0 && output_owner == n;)
+    if (aliasing[i] == Aliasing::None) output_owner = i;
   std::vector<int64_t> end(n);
   int64_t mark = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (aliasing[i] == Aliasing::None && i + 1 < n) mark = align(mark + shapes[i].numel());
+    if (aliasing[i] == Aliasing::None && i != output_owner) mark = align(mark + shapes[i].numel());
     end[i] = mark;
   }
   std::vector<std::pair<int64_t, int64_t>> held;  // offset, elements

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/cpu.h"
+#include "nn/layers.h"
 #include "nn/loss.h"
 #include "nn/residual.h"
 #include "optim/optimizer.h"
@@ -121,9 +122,46 @@ TEST_CASE("the arena is allocated once, at the size its rehearsal found (fixed a
     blocks.push_back(arena.storage().raw_data());
     generations.push_back(arena.generation());
   }
+  // Generation 1: the first forward's commit made the only block (a backward
+  // that outgrew the rehearsal would have grown it after step 0).
+  CHECK(generations[0] == 1);
   for (int step = 1; step < 4; ++step) {
     CHECK(generations[step] == generations[0]);
     CHECK(blocks[step] == blocks[0]);
+  }
+}
+
+TEST_CASE("the model's output is as forward left it after backward, whatever its last layer", "[scratch]") {
+  // Backward takes gradients over activations whose backward is done; the
+  // output (read after backward: accuracy, a user's metrics) must not be one
+  // of them, also when the last layer shares an earlier layer's memory: a
+  // ReLU fused into the Linear before it, an in-place Dropout, a Flatten view.
+  set_compute_threads(1);
+  for (const std::string tail : {"none", "relu", "dropout", "flatten"}) {
+    INFO("last layer: " << tail);
+    Sequential net;
+    net.add(std::make_unique<Flatten>());
+    net.add(std::make_unique<Linear>(12, 32));
+    net.add(std::make_unique<ReLU>());
+    net.add(std::make_unique<Linear>(32, 32));
+    net.add(std::make_unique<ReLU>());
+    net.add(std::make_unique<Linear>(32, 10));
+    if (tail == "relu") net.add(std::make_unique<ReLU>());
+    if (tail == "dropout") net.add(std::make_unique<Dropout>(0.25f));
+    if (tail == "flatten") net.add(std::make_unique<Flatten>());
+    Model m("tail", std::move(net), Shape{1, 2, 6}, 10, 3);
+    const Tensor labels = labels_for(8);
+    for (int step = 0; step < 2; ++step) {
+      const Tensor& out = m.net().forward(random_batch(m.batch_shape(8), 40 + static_cast<uint64_t>(step)),
+                                          ForwardContext{true, 5, step});
+      const Tensor before = Tensor::from_vector(out.shape(), out.to_vector());
+      m.net().arena()->poison(std::numeric_limits<float>::quiet_NaN());
+      Tensor d = m.net().output_grad();
+      softmax_cross_entropy_backward(out, labels, 1.f / 8.f, d);
+      m.net().backward({});
+      m.net().arena()->poison(std::nullopt);
+      CHECK(bitwise_equal(out, before));
+    }
   }
 }
 
