@@ -5,6 +5,7 @@
 #
 #   scripts/gpu/pack.sh                      (development machine: builds .gpu-bundle/)
 #   scripts/gpu/check.sh OUT_DIR [BUNDLE]    (GPU machine, from the repository root)
+#   scripts/gpu/check.sh --list              (anywhere: the steps CHECK_PLAN/CHECK_STEPS select)
 #
 # Uses the bundle's binaries, shared libraries and relocated Open MPI; finds the
 # CUDA libraries in PyTorch's Python packages (or /usr/local/cuda). Runs the GPU
@@ -25,77 +26,119 @@
 # Writes OUT_DIR/summary.txt (one line per step: PASS/FAIL/SKIP, seconds) and a
 # log per step; exits non-zero when any step failed.
 set -uo pipefail
-OUT="${1:?usage: check.sh OUT_DIR [BUNDLE]}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-B="$(cd "${2:-$ROOT/.gpu-bundle}" 2>/dev/null && pwd)" || { echo "check.sh: no bundle at ${2:-$ROOT/.gpu-bundle} (run scripts/gpu/pack.sh on a development machine and carry it)" >&2; exit 2; }
-mkdir -p "$OUT"
-SUMMARY="$OUT/summary.txt"
-# Several calls may share OUT_DIR, but only with one bundle: a lent machine can
-# keep /tmp from an earlier session, whose results would join this run's table.
-BUNDLE_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
-if [[ -f "$OUT/environment.txt" ]] && ! grep -qx "commit: $BUNDLE_COMMIT" "$OUT/environment.txt"; then
-  echo "check.sh: $OUT holds results of another bundle ($(grep -m1 '^commit: ' "$OUT/environment.txt")); give an empty or new directory" >&2
-  exit 2
-fi
-# pack.sh leaves bundle.tar.xz: unpack it next to a scratch copy (the carried
-# folder may be read-only).
-DATA="$B/data/fashion-mnist"
-if [[ -f "$B/bundle.tar.xz" ]]; then
-  U="$(mktemp -d /tmp/lockstep-bundle.XXXXXX)"
-  tar -C "$U" -xJf "$B/bundle.tar.xz" || { echo "check.sh: cannot unpack $B/bundle.tar.xz" >&2; exit 2; }
-  B="$U"
-fi
-: >> "$SUMMARY"  # appended to: several calls (CHECK_STEPS) may share one OUT_DIR
 
-# PyTorch's Python (its packages hold cuDNN and NCCL; it runs the benchmarks).
-PY="${PYTHON:-python3}"
-[[ -x /opt/torch/.venv/bin/python ]] && PY="${PYTHON:-/opt/torch/.venv/bin/python}"
-# Python and nvidia-smi run with the machine's own libraries, not the bundle's
-# (its Debian 12 libstdc++ may be older than what PyTorch needs).
-HOST_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
-host_env() { LD_LIBRARY_PATH="$HOST_LD_LIBRARY_PATH" "$@"; }
+# Which steps run. CHECK_STEPS (an extended regex over step names; default:
+# all) and CHECK_PLAN, a named set sized for one call of the lent machine's
+# 15 device-minutes a task (docs/gpu.md, "The next GPU session"); given both,
+# a step runs when it is in the plan and matches CHECK_STEPS. The plans
+# tests, train, targets and rest split every step but the profiles between
+# them; scripts/gpu/call.sh runs them as device calls.
+# The like-for-like rows issue 5's targets are judged by (bf16, the small CNN
+# with CUDA graphs and the large model, against PyTorch eager in both memory
+# orders), with the floor.
+TARGETS_RE='^bench\.(floor|convnet\.lockstep\.bf16\.nhwc(\.graph)?|convnet\.torch\.eager\.bf16(\.nhwc)?|resnet50\.lockstep\.bf16\.nhwc(\.graph)?|resnet50\.torch\.eager\.bf16(\.nhwc)?)$'
+PLAN_STEPS="" PLAN_EXCLUDE=""
+case "${CHECK_PLAN:-}" in
+  "") ;;
+  tests) PLAN_STEPS='^gpu_tests$' ;;
+  train) PLAN_STEPS='^(nccl|staged|consumer|train|compare)' ;;
+  targets) PLAN_STEPS="$TARGETS_RE" ;;
+  rest) PLAN_STEPS='^bench'; PLAN_EXCLUDE="$TARGETS_RE" ;;
+  profile) PLAN_STEPS='^profile\.resnet50\.(lockstep|torch)\.bf16\.nhwc$' ;;
+  *) echo "check.sh: CHECK_PLAN=$CHECK_PLAN: not a plan (tests, train, targets, rest, profile)" >&2; exit 2 ;;
+esac
+selected() {  # NAME: whether the step runs
+  [[ -z "$PLAN_STEPS" || "$1" =~ $PLAN_STEPS ]] && [[ -z "$PLAN_EXCLUDE" || ! "$1" =~ $PLAN_EXCLUDE ]] &&
+    [[ -z "${CHECK_STEPS:-}" || "$1" =~ $CHECK_STEPS ]]
+}
+profiles_selected() { [[ "${CHECK_STEPS:-}$PLAN_STEPS" == *profile* ]]; }
 
-# CUDA libraries: the first directory holding each soname wins.
-cuda_dirs=()
-for so in libcudnn.so.9 libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
-  d=""
-  for base in /usr/local/cuda/lib64 $("$PY" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
-              /opt/torch/.venv; do
-    f="$(find "$base/" -name "$so" 2>/dev/null | head -1)"
-    if [[ -n "$f" ]]; then d="$(dirname "$f")"; break; fi
+# The machine: the bundle unpacked, the CUDA libraries found, the environment
+# set and written down. Not for --list.
+setup() {
+  OUT="${1:?usage: check.sh OUT_DIR [BUNDLE]}"
+  B="$(cd "${2:-$ROOT/.gpu-bundle}" 2>/dev/null && pwd)" || { echo "check.sh: no bundle at ${2:-$ROOT/.gpu-bundle} (run scripts/gpu/pack.sh on a development machine and carry it)" >&2; exit 2; }
+  mkdir -p "$OUT"
+  SUMMARY="$OUT/summary.txt"
+  # Several calls may share OUT_DIR, but only with one bundle: a lent machine can
+  # keep /tmp from an earlier session, whose results would join this run's table.
+  BUNDLE_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
+  if [[ -f "$OUT/environment.txt" ]] && ! grep -qx "commit: $BUNDLE_COMMIT" "$OUT/environment.txt"; then
+    echo "check.sh: $OUT holds results of another bundle ($(grep -m1 '^commit: ' "$OUT/environment.txt")); give an empty or new directory" >&2
+    exit 2
+  fi
+  # pack.sh leaves bundle.tar.xz: unpack it next to a scratch copy (the carried
+  # folder may be read-only).
+  DATA="$B/data/fashion-mnist"
+  if [[ -f "$B/bundle.tar.xz" ]]; then
+    U="$(mktemp -d /tmp/lockstep-bundle.XXXXXX)"
+    tar -C "$U" -xJf "$B/bundle.tar.xz" || { echo "check.sh: cannot unpack $B/bundle.tar.xz" >&2; exit 2; }
+    B="$U"
+  fi
+  : >> "$SUMMARY"  # appended to: several calls (CHECK_STEPS) may share one OUT_DIR
+
+  # PyTorch's Python (its packages hold cuDNN and NCCL; it runs the benchmarks).
+  PY="${PYTHON:-python3}"
+  [[ -x /opt/torch/.venv/bin/python ]] && PY="${PYTHON:-/opt/torch/.venv/bin/python}"
+  # Python and nvidia-smi run with the machine's own libraries, not the bundle's
+  # (its Debian 12 libstdc++ may be older than what PyTorch needs).
+  HOST_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
+  host_env() { LD_LIBRARY_PATH="$HOST_LD_LIBRARY_PATH" "$@"; }
+
+  # CUDA libraries: the first directory holding each soname wins.
+  cuda_dirs=()
+  for so in libcudnn.so.9 libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
+    d=""
+    for base in /usr/local/cuda/lib64 $("$PY" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+                /opt/torch/.venv; do
+      f="$(find "$base/" -name "$so" 2>/dev/null | head -1)"
+      if [[ -n "$f" ]]; then d="$(dirname "$f")"; break; fi
+    done
+    if [[ -z "$d" ]]; then echo "check.sh: $so not found (PyTorch's nvidia packages or /usr/local/cuda)" | tee -a "$SUMMARY" >&2; exit 2; fi
+    [[ " ${cuda_dirs[*]} " == *" $d "* ]] || cuda_dirs+=("$d")
   done
-  if [[ -z "$d" ]]; then echo "check.sh: $so not found (PyTorch's nvidia packages or /usr/local/cuda)" | tee -a "$SUMMARY" >&2; exit 2; fi
-  [[ " ${cuda_dirs[*]} " == *" $d "* ]] || cuda_dirs+=("$d")
-done
-cuda_path="$(IFS=:; echo "${cuda_dirs[*]}")"
+  cuda_path="$(IFS=:; echo "${cuda_dirs[*]}")"
 
-export LD_LIBRARY_PATH="$B/lib:$cuda_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export OPAL_PREFIX="$B/openmpi" PMIX_INSTALL_PREFIX="$B/openmpi"
-export OMPI_MCA_mca_base_component_path="$B/openmpi/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
-export PMIX_MCA_mca_base_component_path="$B/openmpi/lib/x86_64-linux-gnu/pmix2/lib/pmix"
-export PATH="$B/openmpi/bin:$B/bin:$PATH"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+  export LD_LIBRARY_PATH="$B/lib:$cuda_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export OPAL_PREFIX="$B/openmpi" PMIX_INSTALL_PREFIX="$B/openmpi"
+  export OMPI_MCA_mca_base_component_path="$B/openmpi/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+  export PMIX_MCA_mca_base_component_path="$B/openmpi/lib/x86_64-linux-gnu/pmix2/lib/pmix"
+  export PATH="$B/openmpi/bin:$B/bin:$PATH"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $BUNDLE_COMMIT"
-  host_env nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
-  echo "cuda libraries: $cuda_path"
-} | tee "$OUT/environment.txt"
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit: $BUNDLE_COMMIT"
+    host_env nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+    echo "cuda libraries: $cuda_path"
+  } | tee "$OUT/environment.txt"
+}
+
+# --list: print the names of the steps the selection runs, one a line, and
+# exit: no bundle, no GPU, nothing run (planning a call; tests/tools/gpu_plans.sh).
+LIST=0
+if [[ "${1:-}" == --list ]]; then
+  LIST=1
+  OUT="(--list)" B="(--list)" DATA="" PY=python3 SUMMARY=/dev/null
+else
+  setup "$@"
+fi
 
 failed=0
-# step NAME COMMAND...: runs with a log; exit 77 counts as SKIP. Only steps
-# whose name matches CHECK_STEPS (an extended regex; default: all) run, so the
-# checks can be split over several calls of a time-limited machine, e.g.
-#   CHECK_STEPS='^(gpu_tests|nccl|staged)'  CHECK_STEPS='^(train|compare)'  CHECK_STEPS='^bench'
+# step NAME COMMAND...: runs with a log; exit 77 counts as SKIP. Only the
+# steps CHECK_PLAN and CHECK_STEPS select (above) run, so the checks can be
+# split over several calls of a time-limited machine; with --list, only the name
+# is printed.
 # A step running longer than CHECK_STEP_TIMEOUT seconds (default 420) is
 # killed with everything it started (its own process group) and FAILs, so one
 # hang cannot eat the machine's time limit.
 STEP_TIMEOUT="${CHECK_STEP_TIMEOUT:-420}"
 step() {
   local name="$1"; shift
-  if [[ -n "${CHECK_STEPS:-}" && ! "$name" =~ $CHECK_STEPS ]]; then return 0; fi
+  selected "$name" || return 0
+  if (( LIST )); then echo "$name"; return 0; fi
   local t0=$SECONDS rc timed_out=0
   set -m  # the step and its children get a process group of their own
   "$@" > "$OUT/$name.log" 2>&1 &
@@ -356,7 +399,7 @@ step bench.resnet50.lockstep.bf16.nhwc.any bench_lockstep bench-resnet50-bf16-nh
                                          --layout nhwc "${ANY[@]}"
 step bench.resnet50.lockstep.bf16.nhwc.any.graph bench_lockstep bench-resnet50-bf16-nhwc-any-graph resnet50 128 \
                                          --precision bf16 --layout nhwc --cuda-graph "${ANY[@]}"
-# ---- profiles (only when CHECK_STEPS names them: CHECK_STEPS='^profile') ----
+# ---- profiles (only when CHECK_STEPS or CHECK_PLAN names them: CHECK_PLAN=profile) ----
 # Where a step's GPU time goes, kernel by kernel: Nsight Compute's durations for
 # lockstep (kernel_times.py sums them by name), torch.profiler for PyTorch.
 NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
@@ -372,7 +415,7 @@ profile_lockstep() {  # name steps trainer-flags...
     --max-steps $((6 + steps)) --layout nchw "$@" > /dev/null || return 1
   host_env "$PY" "$ROOT/scripts/gpu/kernel_times.py" "$OUT/$name.csv" "$steps"
 }
-if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
+if profiles_selected; then
   R50=(--channels 3 --image-size 224 --classes 1000)
   for p in fp32 bf16; do
     step profile.convnet.lockstep.$p  profile_lockstep profile-convnet-$p 3 --model convnet --batch-size 1024 --precision $p
@@ -401,6 +444,8 @@ if [[ "${CHECK_STEPS:-}" == *profile* ]]; then
   step profile.convnet.lockstep.fp32.nhwc profile_lockstep profile-convnet-fp32-nhwc 2 --model convnet \
                                       --batch-size 1024 --layout nhwc
 fi
+
+(( LIST )) && exit 0
 
 # Every machine-readable line in one file.
 for f in "$OUT"/bench.*.log; do grep -h '^{' "$f" 2>/dev/null; done > "$OUT/bench.jsonl"
