@@ -36,6 +36,9 @@ void ActivationArena::grow() {
   if (storage_.defined() && storage_.numel() >= need && storage_.dtype() == dtype_ &&
       storage_.device() == alloc_->device())
     return;
+  // The old block goes first: after a new plan the chains hold no views of it
+  // (Sequential::place), so the two are never held together.
+  storage_ = Tensor();
   storage_ = Tensor::zeros(Shape{need}, dtype_, alloc_);
   ++generation_;
 }

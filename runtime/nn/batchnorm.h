@@ -40,6 +40,11 @@ class BatchNorm2d final : public Module {
   void forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx);
   bool backward_reads_output() const override { return relu_; }
   void set_layout(Layout layout) override { layout_ = layout; }
+  // A new memory plan: the block output held from the last join is a view of
+  // the memory that plan replaces, so it goes (Module::plan_memory).
+  void plan_memory(const std::shared_ptr<ActivationArena>&, const Shape&, Device, DType, cuda::Context*) override {
+    join_out_ = Tensor();
+  }
   HeldMemory held_memory() const override;  // the statistics and coefficients, host and device
 
  private:

@@ -137,7 +137,9 @@ class Module {
   // Called by the enclosing Sequential as it plans its memory, right after
   // placing this module's output: a module that contains chains (a residual
   // block) places their activations in `arena` (Sequential::plan_in), in the
-  // order its forward runs them, for inputs up to `input`. The rest ignore it.
+  // order its forward runs them, for inputs up to `input`. A module holding a
+  // view of an activation from the last forward drops it (the new plan
+  // replaces that memory; batch norm's join output). The rest ignore it.
   virtual void plan_memory(const std::shared_ptr<ActivationArena>& arena, const Shape& input, Device device,
                            DType dtype, cuda::Context* gpu) {
     (void)arena, (void)input, (void)device, (void)dtype, (void)gpu;

@@ -189,6 +189,12 @@ void Sequential::place(const Shape& in, Device device, DType dtype, cuda::Contex
   out_grad_ = Tensor();
   out_grad_handle_ = -1;
   storage_bound_ = false;
+  // Views of the last forward's memory go now, before the owner commits the
+  // new plan: the old block is freed before the new one is made, not held
+  // beside it until the next forward rebinds.
+  for (Tensor& a : acts_) a = Tensor();
+  input_ = Tensor();
+  caller_input_ = Tensor();
   capacity_shape_ = in;
   capacity_device_ = device;
   capacity_dtype_ = dtype;
