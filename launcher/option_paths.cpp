@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string>
 
 #include "core/error.h"
 #include "device_check.h"
@@ -13,11 +14,19 @@
 namespace lockstep {
 namespace {
 
-// The run creates files in `dir` only once setup has succeeded: find out now
-// that it cannot (root passes access() except on a read-only file system).
+// The run creates files in `dir` only once training has begun, or ended
+// (--save-weights): find out now that it cannot. access() answers from the
+// permission bits, and root passes it wherever the file system is not mounted
+// read-only (a pseudo-file system such as /proc, an immutable directory), so
+// an empty file is also made there and removed.
 void check_writable(const char* flag, const std::filesystem::path& dir) {
   LS_CHECK_INPUT(access(dir.c_str(), W_OK | X_OK) == 0, "--{}: cannot write to directory {} ({})", flag, dir.string(),
                  std::strerror(errno));
+  std::string probe = (dir / ".lockstep-probe-XXXXXX").string();
+  const int fd = mkstemp(probe.data());
+  LS_CHECK_INPUT(fd >= 0, "--{}: cannot write to directory {} ({})", flag, dir.string(), std::strerror(errno));
+  close(fd);
+  unlink(probe.c_str());
 }
 
 }  // namespace

@@ -196,7 +196,9 @@ printf '\x0a' | dd of="$WORK/data/cifar-label-10/data_batch_2.bin" bs=1 seek=$((
 # --- the table ---------------------------------------------------------------
 # Per row: every path's type, mode, inode, size and mtime (ns), so a file
 # written, replaced or created shows; once for all rows: every file's sha256.
-manifest() { (cd "$WORK" && find . -printf '%y %m %i %s %T@ %p\n' | sort); }
+# A directory's time is left out: the trainer makes and removes a probe file in
+# each output directory before any work (launcher/option_paths.cpp).
+manifest() { (cd "$WORK" && find . \( -type d -printf '%y %m %i %p\n' \) -o -printf '%y %m %i %s %T@ %p\n' | sort); }
 hashes() { (cd "$WORK" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 initial_hashes=$(hashes)
 failures=0
@@ -441,6 +443,10 @@ row tb-env-no-parent 2 trainer "--tensorboard-dir: parent directory $WORK/no/suc
 row ckpt-unwritable 2 nobody "--checkpoint-dir: cannot write to directory $WORK/read-only (Permission denied)" -- $SYN --checkpoint-dir "$WORK/read-only"
 row ckpt-unwritable-parent 2 nobody "--checkpoint-dir: cannot write to directory $WORK/read-only (Permission denied)" -- $SYN --checkpoint-dir "$WORK/read-only/ck"
 row metrics-unwritable 2 nobody "--metrics-file: cannot write to directory $WORK/read-only (Permission denied)" -- $SYN --metrics-file "$WORK/read-only/m.jsonl"
+# Where the permission bits say yes but no file can be made (root on /proc):
+# found before training, not after it (the weights were then lost).
+row save-weights-procfs 2 trainer "--save-weights: cannot write to directory /proc (" -- $SYN --save-weights /proc/w.safetensors
+row ckpt-procfs 2 trainer "--checkpoint-dir: cannot write to directory /proc (" -- $SYN --checkpoint-dir /proc/ck
 
 # Hostfiles (lockstep-run; tests/cluster/launch_cli.sh has slots=two, an unknown key, a bare count, a repeated host, a comment-only file).
 row host-missing 2 run "--hostfile: $H/no/such is not a file" -- --dry-run --hostfile "$H/no/such" "$TRAINER"
