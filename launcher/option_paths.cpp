@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -15,13 +16,11 @@ namespace lockstep {
 namespace {
 
 // The run creates files in `dir` only once training has begun, or ended
-// (--save-weights): find out now that it cannot. access() answers from the
-// permission bits, and root passes it wherever the file system is not mounted
-// read-only (a pseudo-file system such as /proc, an immutable directory), so
-// an empty file is also made there and removed.
+// (--save-weights): find out now that it cannot, by making an empty file there
+// and removing it. The permission bits alone (access()) pass root everywhere
+// but a read-only mount, also where no file can be made (/proc, an immutable
+// directory).
 void check_writable(const char* flag, const std::filesystem::path& dir) {
-  LS_CHECK_INPUT(access(dir.c_str(), W_OK | X_OK) == 0, "--{}: cannot write to directory {} ({})", flag, dir.string(),
-                 std::strerror(errno));
   std::string probe = (dir / ".lockstep-probe-XXXXXX").string();
   const int fd = mkstemp(probe.data());
   LS_CHECK_INPUT(fd >= 0, "--{}: cannot write to directory {} ({})", flag, dir.string(), std::strerror(errno));
