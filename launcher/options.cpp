@@ -262,9 +262,36 @@ std::string plain_quotes(std::string s) {
   return s;
 }
 
+// cxxopts says only "Argument 'x' failed to parse" for a switch given a value
+// it does not take (--cuda-graph=maybe): name the switch. Its own parser
+// decides, so what it accepts and what is named always agree.
+void name_bad_switch_value(const cxxopts::Options& options, const std::vector<const char*>& args) {
+  std::vector<std::string> switches;
+  for (const char* group : kGroups)
+    for (const auto& opt : options.group_help(group).options)
+      if (opt.is_boolean && !opt.l.empty()) switches.push_back(opt.l.front());
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string a = args[i];
+    if (a == "--") break;
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) != 0 || eq == std::string::npos) continue;
+    const std::string flag = a.substr(2, eq - 2), value = a.substr(eq + 1);
+    if (std::find(switches.begin(), switches.end(), flag) == switches.end()) continue;
+    bool parsed = false;
+    try {
+      cxxopts::values::parse_value(value, parsed);
+    } catch (const cxxopts::exceptions::exception&) {
+      LS_INPUT_ERROR("--{}: '{}' is not a switch value (true or false, 1 or 0)", flag, value);
+    }
+  }
+}
+
 cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<const char*>& args) {
   try {
     return options.parse(static_cast<int>(args.size()), args.data());
+  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
+    name_bad_switch_value(options, args);
+    LS_INPUT_ERROR("{}", plain_quotes(e.what()));
   } catch (const cxxopts::exceptions::exception& e) {
     LS_INPUT_ERROR("{}", plain_quotes(e.what()));
   }

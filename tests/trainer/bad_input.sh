@@ -267,6 +267,7 @@ row missing-data-dir 2 trainer "--data-dir: $WORK/nope is not a directory" -- --
 row unknown-dataset 2 trainer "--dataset: 'imagenet' is not one of" -- --dataset imagenet
 row unknown-optimizer 2 trainer "--optimizer: 'lamb' is not one of sgd, adam, adamw" -- --optimizer lamb
 row unknown-flag 2 trainer "Option 'frobnicate' does not exist" -- --frobnicate 3
+row switch-value 2 trainer "--cuda-graph: 'maybe' is not a switch value (true or false, 1 or 0)" -- $SYN --cuda-graph=maybe
 row positional 2 trainer "unexpected argument 'extra'" -- extra
 row cuda-device 2 trainer "--device cuda" -- --device cuda
 row comm-nccl-on-cpu 2 trainer "--comm nccl: needs --device cuda" -- --comm nccl
@@ -345,7 +346,7 @@ row env-optimizer 2 trainer "LOCKSTEP_OPTIMIZER=lamb: --optimizer: 'lamb' is not
 row env-compression 2 trainer "LOCKSTEP_GRAD_COMPRESSION=int8: --grad-compression: 'int8' is not one of" LOCKSTEP_GRAD_COMPRESSION=int8 -- $SYN
 row env-threads 2 trainer "LOCKSTEP_THREADS=5000: --threads: 5000 is more than 1024" LOCKSTEP_THREADS=5000 -- $SYN
 row env-timeout 2 trainer "LOCKSTEP_COLLECTIVE_TIMEOUT=0.5: --collective-timeout: 0.5 must be 0 (off) or from 1" LOCKSTEP_COLLECTIVE_TIMEOUT=0.5 -- $SYN
-row env-resume-bool 2 trainer "LOCKSTEP_RESUME=maybe:" LOCKSTEP_RESUME=maybe -- $SYN
+row env-resume-bool 2 trainer "LOCKSTEP_RESUME=maybe: --resume: 'maybe' is not a switch value" LOCKSTEP_RESUME=maybe -- $SYN
 row env-combination 2 trainer "--checkpoint-every needs --checkpoint-dir (set by LOCKSTEP_CHECKPOINT_EVERY)" LOCKSTEP_CHECKPOINT_EVERY=5 -- $SYN
 row env-resume-no-dir 2 trainer "--resume needs --checkpoint-dir (set by LOCKSTEP_RESUME)" LOCKSTEP_RESUME=true -- $SYN
 row env-data-dir 2 trainer "--data-dir: $WORK/nope is not a directory (set by LOCKSTEP_DATA_DIR)" LOCKSTEP_DATASET=mnist-format LOCKSTEP_DATA_DIR="$WORK/nope" --
@@ -501,6 +502,7 @@ accepts synthetic-shape-over-image-size "" -- $SYN --model mlp --synthetic-shape
 accepts recipe-flags "" LOCKSTEP_LR_SCALING=linear -- $SYN --model mlp --base-batch-size 64 --warmup-epochs 1 --no-decay-bn-bias --label-smoothing 0.1 --weight-decay 1e-4 --clip-grad-norm 1
 accepts cifar10-good "" -- --dataset cifar10 --data-dir "$D/cifar-good" --batch-size 8
 accepts augment-crop-flip-env "" LOCKSTEP_AUGMENT=crop-flip -- $SYN
+accepts switch-values "" LOCKSTEP_NO_DECAY_BN_BIAS=1 -- $SYN --model mlp --nesterov=true --cuda-graph=F --resume=0
 
 if [[ $(hashes) != "$initial_hashes" ]]; then
   echo "FAIL: file contents under the work directory changed during the rows"
