@@ -220,12 +220,16 @@ cxxopts::Options make_options() {
 constexpr std::initializer_list<const char*> kGroups = {"model and data", "schedule",    "optimisation",
                                                          "execution",      "checkpoints", "outputs"};
 
-// Every option's long name, in --help order.
-std::vector<std::string> option_flags(const cxxopts::Options& options) {
+// Long names in --help order: every trainer option (not help and version),
+// or with `switches` every switch (help and version among them).
+std::vector<std::string> option_flags(const cxxopts::Options& options, bool switches = false) {
   std::vector<std::string> flags;
   for (const char* group : kGroups)
-    for (const auto& opt : options.group_help(group).options)
-      if (!opt.l.empty() && opt.l.front() != "help" && opt.l.front() != "version") flags.push_back(opt.l.front());
+    for (const auto& opt : options.group_help(group).options) {
+      if (opt.l.empty()) continue;
+      const std::string& name = opt.l.front();
+      if (switches ? opt.is_boolean : name != "help" && name != "version") flags.push_back(name);
+    }
   return flags;
 }
 
@@ -266,10 +270,7 @@ std::string plain_quotes(std::string s) {
 // it does not take (--cuda-graph=maybe): name the switch. Its own parser
 // decides, so what it accepts and what is named always agree.
 void name_bad_switch_value(const cxxopts::Options& options, const std::vector<const char*>& args) {
-  std::vector<std::string> switches;
-  for (const char* group : kGroups)
-    for (const auto& opt : options.group_help(group).options)
-      if (opt.is_boolean && !opt.l.empty()) switches.push_back(opt.l.front());
+  const std::vector<std::string> switches = option_flags(options, true);
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string a = args[i];
     if (a == "--") break;
