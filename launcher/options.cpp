@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "build_id.h"
+#include "core/blas_kernels.h"
 #include "core/error.h"
 #include "data/mnist.h"
 #include "device_check.h"
@@ -32,8 +33,9 @@ namespace lockstep {
 namespace {
 
 constexpr const char* kEnvPrefix = "LOCKSTEP_";
-// LOCKSTEP_* variables that are not options: set by lockstep-run for its ranks.
-constexpr std::array<const char*, 1> kInternalVariables = {kRunControlVariable};
+// LOCKSTEP_* variables that are not options: set by lockstep-run for its
+// ranks, and by the kernel choice for the process it re-executes.
+constexpr std::array<const char*, 2> kInternalVariables = {kRunControlVariable, kBlasChoiceVariable};
 
 // "fusion-threshold-mb" -> "LOCKSTEP_FUSION_THRESHOLD_MB"
 std::string env_name(const std::string& flag) {

@@ -33,10 +33,10 @@
 #include <sstream>
 #include <thread>
 
-#include "blas_select.h"
 #include "comm/mpi_communicator.h"
 #include "comm/mpi_session.h"
 #include "comm/watchdog.h"
+#include "core/blas_kernels.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "job_control.h"
@@ -115,7 +115,7 @@ bool every_rank_failed(const lockstep::MpiCommunicator& comm, double wait_s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  lockstep::select_fast_blas_kernels(argv);
+  lockstep::use_fast_blas_kernels(argv);  // may re-execute this process, so first
   std::unique_ptr<lockstep::MpiSession> mpi;
   std::unique_ptr<lockstep::Communicator> comm;
   try {

@@ -10,10 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "data/augment.h"
 #include "metrics.h"
 #include "nn/step_floor.h"
+#include "ops/simd_level.h"
 #include "progress.h"
 #include "recipe.h"
 #include "trainer.h"
@@ -91,10 +93,12 @@ void Trainer::report_start() {
              c_.clip_grad_norm > 0.f ? fmt::format(", gradients clipped to norm {}", c_.clip_grad_norm) : "",
              c_.layout != "nhwc" ? "" : fmt::format("; activations channels-last (--layout {})",
                                          c_.layout_auto_why.empty() ? "nhwc" : "auto: " + c_.layout_auto_why));
-  log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS {}",
+  log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS "
+             "{}, own kernels {}",
              micro_batch_, world, world == 1 ? "" : "es",
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
-             global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s", blas_core_name());
+             global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s",
+             blas_kernels_in_use().describe(), ops::simd_clone_level());
   const std::string chosen = c_.device_auto_why.empty() ? "" : fmt::format(" (--device auto: {})", c_.device_auto_why);
   if (!dev_ && !chosen.empty()) log_->info("device: the CPU{}", chosen);
   if (dev_)
@@ -249,6 +253,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"test_loss", sum.test_loss}, {"train_seconds", sum.train_seconds}, {"model", c_.model},
       {"batch_size", micro_batch_}, {"global_batch_size", global_batch_},
       {"accumulate_steps", K}, {"threads", threads_}, {"resumed", resumed_from_.has_value()},
+      {"blas_kernels", blas_core_name()}, {"simd_clone", ops::simd_clone_level()},
       {"comm_wait_seconds", sum.comm_wait_seconds},
       {"exposed_comm_fraction", measured_seconds > 0 ? sum.comm_wait_seconds / measured_seconds : 0.0},
       {"data_wait_seconds", sum.data_wait_seconds}, {"data_wait_fraction", data_fraction},

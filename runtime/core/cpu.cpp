@@ -1,4 +1,4 @@
-// Thread and BLAS-kernel settings.
+// Thread settings (cpu.h).
 #include "core/cpu.h"
 
 #include <cblas.h>
@@ -14,13 +14,5 @@ void set_compute_threads(int threads) {
 }
 
 int compute_threads() { return omp_get_max_threads(); }
-
-std::string blas_core_name() { return openblas_get_corename(); }
-
-bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
 
 }  // namespace lockstep

@@ -1,8 +1,6 @@
-// Host compute settings: how many threads BLAS and our OpenMP kernels use,
-// and which OpenBLAS kernel family is active.
+// Host compute settings: how many threads BLAS and our OpenMP kernels use
+// (OpenBLAS's kernel family: core/blas_kernels.h).
 #pragma once
-
-#include <string>
 
 namespace lockstep {
 
@@ -10,9 +8,5 @@ namespace lockstep {
 // and is called from each of those threads.
 void set_compute_threads(int threads);
 int compute_threads();
-// OpenBLAS's name for the kernels it selected ("Haswell", "SkylakeX", ...).
-std::string blas_core_name();
-// True when the CPU can run OpenBLAS's SkylakeX (AVX-512) kernels.
-bool cpu_has_avx512();
 
 }  // namespace lockstep

@@ -1,7 +1,10 @@
 // Kernel helpers for the CPU ops.
 //   LS_SIMD_CLONES  compiles a function for AVX2+FMA and for baseline x86-64 and
 //                   picks one at load time, so hot loops vectorise 8-wide on
-//                   machines that have AVX2 without requiring it.
+//                   machines that have AVX2 without requiring it. The loader's
+//                   resolver tests the CPU's x86-64-v3 feature bit, never its
+//                   model name; simd_clone_level() (ops/simd_level.h) says which
+//                   clone runs.
 //   compute_threads / parallel_for / parallel_ranges
 //                   the CPU ops' only parallelism: OpenMP over contiguous
 //                   ranges, with as many threads as --threads set. OpenBLAS
@@ -20,6 +23,7 @@
 // LS_SIMD_CLONES_AVX512 adds an AVX-512 clone, for loops that need its
 // 64-bit lane multiplies (the synthetic data's hashes).
 #if defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define LS_SIMD_CLONES_ENABLED 1
 #define LS_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #define LS_SIMD_CLONES_AVX512 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

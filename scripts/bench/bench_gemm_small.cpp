@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "bench_args.h"
+#include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "core/rng.h"
 #include "ops/gemm.h"
+#include "ops/simd_level.h"
 
 namespace {
 
@@ -52,6 +54,7 @@ double seconds_per_call(Fn&& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_fast_blas_kernels(argv);  // the trainer's OpenBLAS kernels (core/blas_kernels.h)
   try {
     if (bench::no_arguments(argc, argv)) {
       std::puts("usage: bench_gemm_small (no arguments): sgemm_small's kernel against OpenBLAS, 1 thread");
@@ -65,7 +68,8 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes;
   for (int64_t c : {16, 32, 64, 128, 256}) shapes.push_back({Trans::N, 512, c, c});
   for (int64_t c : {16, 32, 64, 128, 256}) shapes.push_back({Trans::T, c, c, 512});
-  std::printf("# sgemm_small kernel vs OpenBLAS %s, 1 thread; GFLOP/s\n", blas_core_name().c_str());
+  std::printf("# sgemm_small kernel (%s clone) vs OpenBLAS %s, 1 thread; GFLOP/s\n", ops::simd_clone_level().c_str(),
+              blas_kernels_in_use().describe().c_str());
   std::printf("# %-4s %5s %5s %5s %10s %10s %7s  %s\n", "op", "M", "N", "K", "kernel", "openblas", "ratio",
               "sgemm_small uses");
   // fmt, not chained std::string +, which trips GCC 12's -Wrestrict false positive.

@@ -17,10 +17,12 @@
 
 #include "bench_args.h"
 #include "bench_stats.h"
+#include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/loss.h"
+#include "ops/simd_level.h"
 #include "optim/optimizer.h"
 #include "registry.h"
 
@@ -130,6 +132,8 @@ int run(const Config& c) {
   const std::vector<Shape> shapes = net.shapes(model->batch_shape(B));
   const std::string header = fmt::format("layer (input {} x {}, {} classes)", B, c.spec.sample_shape.str(),
                                          c.spec.num_classes);
+  std::printf("# OpenBLAS %s, own kernels %s\n", blas_kernels_in_use().describe().c_str(),
+              ops::simd_clone_level().c_str());
   std::printf("%-3s %-46s %10s %10s %9s\n", "#", header.c_str(), "fwd ms", "bwd ms", "fwd GF/s");
   double total_f = 0, total_b = 0;
   for (size_t i = 0; i < L; ++i) {
@@ -158,6 +162,7 @@ int run(const Config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_fast_blas_kernels(argv);  // the trainer's OpenBLAS kernels (core/blas_kernels.h)
   try {
     const std::optional<Config> c = parse(argc, argv);
     return c ? run(*c) : 0;

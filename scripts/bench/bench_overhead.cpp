@@ -23,6 +23,7 @@
 #include "bench_args.h"
 #include "bench_stats.h"
 #include "comm/mpi_session.h"
+#include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -147,8 +148,9 @@ int run(const Config& c, Communicator& comm) {
   }
   for (float v : model->params().values().span<float>()) LS_CHECK(std::isfinite(v), "the weights diverged");
   const double mp = median(all_plain), mw = median(all_wrapped), overhead = mw / mp - 1;
-  std::printf("%s, batch %lld, %d thread(s), input %s; %d rounds of %d steps each way\n", c.model.c_str(),
-              static_cast<long long>(B), c.threads, spec.sample_shape.str().c_str(), c.rounds, c.steps);
+  std::printf("%s, batch %lld, %d thread(s), input %s, OpenBLAS %s; %d rounds of %d steps each way\n",
+              c.model.c_str(), static_cast<long long>(B), c.threads, spec.sample_shape.str().c_str(),
+              blas_kernels_in_use().describe().c_str(), c.rounds, c.steps);
   std::printf("%s\n", dopt.describe().c_str());
   for (int r = 0; r < c.rounds; ++r)
     std::printf("  round %d: plain %.3f ms, wrapped %.3f ms\n", r + 1, round_plain[static_cast<size_t>(r)] * 1e3,
@@ -164,6 +166,7 @@ int run(const Config& c, Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_fast_blas_kernels(argv);  // the trainer's OpenBLAS kernels (core/blas_kernels.h), before MPI starts
   Config cfg;
   const std::string bad = bench::parse_arguments(parse, argc, argv, cfg);
   MpiSession mpi(&argc, &argv);

@@ -1,17 +1,21 @@
 // bench_sgemm: single-core OpenBLAS sgemm rate (the "core's sgemm rate" that
 // training throughput is compared against). Square 1024^3 GEMM, repeated for
 // about a second; prints GFLOP/s, the OpenBLAS kernel family and a JSON line.
+// Runs the kernels the trainer would (core/blas_kernels.h: it may re-execute
+// itself with OPENBLAS_CORETYPE set).
 // Takes no arguments but --help; any other: one line on stderr, exit 2.
 #include <chrono>
 #include <cstdio>
 #include <vector>
 
 #include "bench_args.h"
+#include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "ops/gemm.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep;
+  use_fast_blas_kernels(argv);
   try {
     if (bench::no_arguments(argc, argv)) {
       std::puts("usage: bench_sgemm (no arguments): single-thread 1024^3 sgemm rate");
@@ -34,7 +38,8 @@ int main(int argc, char** argv) {
     dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const double gflops = 2.0 * n * n * n * reps / dt / 1e9;
-  std::printf("sgemm %ldx%ldx%ld, 1 thread, OpenBLAS %s: %.1f GFLOP/s\n", n, n, n, blas_core_name().c_str(), gflops);
+  std::printf("sgemm %ldx%ldx%ld, 1 thread, OpenBLAS %s: %.1f GFLOP/s\n", n, n, n,
+              blas_kernels_in_use().describe().c_str(), gflops);
   std::printf("{\"sgemm_gflops\": %.2f, \"blas_core\": \"%s\"}\n", gflops, blas_core_name().c_str());
   return c[0] > 0 ? 0 : 1;
 }

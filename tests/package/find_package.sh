@@ -31,6 +31,12 @@ zero=$(mpirun -np 2 "$WORK/build/consumer" --zero-stage-1) || fail "the consumer
 echo "$one"
 echo "$two"
 echo "$zero"
+# The library's programs run the trainer's OpenBLAS kernels (use_fast_blas_kernels).
+"$WORK/prefix/bin/trainer" --model mlp --dataset synthetic --synthetic-samples 256 --batch-size 64 --max-steps 1 \
+  --threads 1 --no-eval --progress off --device cpu > "$WORK/trainer.out" || fail "the installed trainer's run"
+theirs=$(sed -n 's/.* thread[s]*, OpenBLAS \(.*\), own kernels .*/\1/p' "$WORK/trainer.out")
+[[ -n $theirs && ${one##*, OpenBLAS } == "$theirs" ]] ||
+  fail "the consumer runs OpenBLAS '${one##*, OpenBLAS }', the trainer '$theirs'"
 [[ $(sed 's/, optimizer state.*//' <<< "$two") == $(sed 's/, optimizer state.*//' <<< "$zero") ]] ||
   fail "ZeRO-1 trained differently from stage 0 at N=2"
 read -r held all <<< "$(sed -n 's/.*optimizer state \([0-9]*\) of \([0-9]*\) values.*/\1 \2/p' <<< "$zero")"

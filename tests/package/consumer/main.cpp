@@ -8,9 +8,12 @@
 // With --gpu (a package built with CUDA) the same training runs on the rank's
 // GPU, gradients averaged by NCCL, unclipped (README's "On the GPU").
 // Then a built-in model from the registry (lockstep::models) runs a forward pass.
+// OpenBLAS runs the kernels the trainer would (use_fast_blas_kernels), named
+// at the end of the line.
 // Prints "consumer: ok ..." on rank 0 and exits 0 when the loss fell and every
 // replica holds the same weights bit for bit; one line and exit 1 otherwise.
 #include <lockstep/comm/mpi_session.h>
+#include <lockstep/core/blas_kernels.h>
 #include <lockstep/core/cpu.h>
 #include <lockstep/core/error.h>
 #include <lockstep/models/registry.h>
@@ -160,10 +163,10 @@ int run(int argc, char** argv) {
     if (out.shape() != Shape{2, 10})
       return std::fprintf(stderr, "consumer: lenet gave %s\n", out.shape().str().c_str()), 1;
     std::printf("consumer: ok on %d ranks%s: loss %.9f -> %.9f in %lld steps (%lld clipped), replicas identical, "
-                "optimizer state %lld of %lld values here, lenet -> %s\n",
+                "optimizer state %lld of %lld values here, lenet -> %s, OpenBLAS %s\n",
                 size, gpu ? " (GPUs, NCCL)" : "", first, last, static_cast<long long>(kSteps), static_cast<long long>(dopt.clipped_steps()),
                 static_cast<long long>(opt->state_numel()), static_cast<long long>(model.params().padded_numel()),
-                out.shape().str().c_str());
+                out.shape().str().c_str(), blas_kernels_in_use().describe().c_str());
   }
   return 0;
 }
@@ -171,6 +174,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS's kernels for this CPU, as the trainer runs them: first in main(),
+  // before MPI starts (it may re-execute the program).
+  use_fast_blas_kernels(argv);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
