@@ -179,10 +179,14 @@ cxxopts::Options make_options() {
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
        f(d.first_bucket_mb))
-      ("no-overlap",
-       "reduce gradients after backward instead of during it (--zero-stage 1: and allgather parameters before the "
-       "next forward, not during it)",
-       cxxopts::value<bool>()->default_value("false"))
+      ("overlap",
+       "auto, on or off: reduce gradient buckets during backward on a communication thread (on), or after backward "
+       "(off; --zero-stage 1: and allgather parameters after the update, not during the next forward). auto: on with "
+       "a GPU, when gradients cross hosts, and where this host has a core beyond its ranks' compute threads; off "
+       "when those threads fill its cores (the communication thread would only compete with backward). Bitwise the "
+       "same results either way",
+       s(d.overlap))
+      ("no-overlap", "the same as --overlap off", cxxopts::value<bool>()->default_value("false"))
       ("sync-batchnorm", "batch norm layers normalise with the statistics of the whole global batch (all ranks) "
        "instead of each rank's own", cxxopts::value<bool>()->default_value("false"))
       ("hierarchical-allreduce", "auto, on or off: across hosts, sum the gradients within each host first, then "
@@ -521,7 +525,11 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.first_bucket_mb = flt("first-bucket-mb");
   LS_CHECK_INPUT(c.first_bucket_mb > 0.f && c.first_bucket_mb <= 4096.f, "--first-bucket-mb: {} must be in (0, 4096]",
                  c.first_bucket_mb);
-  c.overlap = !r["no-overlap"].as<bool>();
+  c.overlap = one_of("overlap", str("overlap"), {"auto", "on", "off"});
+  if (r["no-overlap"].as<bool>()) {
+    LS_CHECK_INPUT(c.overlap != "on", "--no-overlap and --overlap on contradict each other");
+    c.overlap = "off";
+  }
   c.sync_batchnorm = r["sync-batchnorm"].as<bool>();
   c.hierarchical_allreduce = one_of("hierarchical-allreduce", str("hierarchical-allreduce"), {"auto", "on", "off"});
   c.collective_timeout_s = flt("collective-timeout");

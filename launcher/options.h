@@ -73,7 +73,8 @@ struct TrainConfig {
   std::string grad_op = "average";  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
-  bool overlap = true;              // reduce buckets during backward (--no-overlap)
+  std::string overlap = "auto";     // reduce buckets during backward: auto | on | off (--no-overlap: off;
+                                    // auto is resolved by the trainer, thread_counts.h)
   bool sync_batchnorm = false;      // batch norm statistics over all ranks' samples, not each rank's
   std::string hierarchical_allreduce = "auto";  // across hosts, sum within each host, then along them: auto | on | off
   std::string grad_compression = "none";  // none | fp16 | bf16

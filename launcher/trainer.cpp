@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "build_id.h"
 #include "checkpoint/weights.h"
@@ -165,7 +166,7 @@ DistributedOptions Trainer::distributed_options() const {
   o.average = c_.grad_op == "average";
   o.bucket_bytes = static_cast<int64_t>(c_.fusion_threshold_mb * 1024.0 * 1024.0);
   o.first_bucket_bytes = static_cast<int64_t>(c_.first_bucket_mb * 1024.0 * 1024.0);
-  o.overlap = c_.overlap;
+  o.overlap = overlap_.on;
   o.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16 : WireType::F32;
   o.timeline = timeline_.get();
   o.tracker = &tracker_;
@@ -179,6 +180,28 @@ DistributedOptions Trainer::distributed_options() const {
   o.zero_stage = c_.zero_stage;
   o.gather_during_forward = true;  // with --overlap: the net's parameter-wait hook and the waits below
   return o;
+}
+
+OverlapChoice Trainer::resolve_overlap() {
+  const int world = comm_.size();
+  OverlapSite site{dev_ != nullptr, world, comm_.nodes(), comm_.local_size(), threads_ * comm_.local_size(),
+                   available_cores()};
+  if (c_.overlap == "auto" && !site.gpu && world > 1 && site.hosts == 1) {
+    // Every rank is on this host: count their compute threads and the cores
+    // their affinity masks allow, together ("threads:cpu,cpu,...").
+    std::string mine = std::to_string(threads_) + ":";
+    for (const int cpu : affinity_cpus()) mine += std::to_string(cpu) + ",";
+    std::set<int> cpus;
+    site.host_threads = 0;
+    for (const std::string& s : allgather_strings(comm_, mine)) {
+      const size_t colon = s.find(':');
+      site.host_threads += std::stoi(s.substr(0, colon));
+      for (size_t p = colon + 1, q; (q = s.find(',', p)) != std::string::npos; p = q + 1)
+        cpus.insert(std::stoi(s.substr(p, q - p)));
+    }
+    site.host_cores = std::max<int>(1, static_cast<int>(cpus.size()));
+  }
+  return choose_overlap(c_.overlap, site);
 }
 
 void Trainer::start() {
@@ -203,6 +226,7 @@ void Trainer::start() {
     hierarchical_ = why_not.empty();
     if (!hierarchical_ && c_.hierarchical_allreduce == "on") hierarchy_note_ = "--hierarchical-allreduce on: " + why_not;
   }
+  overlap_ = resolve_overlap();  // collective with --overlap auto on one host
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
   Sequential& net = model_->net();
   net.set_grad_ready_hook([this](int64_t end) { dopt_->on_gradients_ready(end); });

@@ -39,6 +39,7 @@
 #include "options.h"
 #include "preflight.h"
 #include "profiling/timeline.h"
+#include "thread_counts.h"
 
 namespace lockstep {
 
@@ -122,6 +123,10 @@ class Trainer {
   cuda::Context* gpu() const { return dev_ ? &dev_->gpu() : nullptr; }
   // Warm-up steps excluded from the summary's images/s.
   static constexpr int64_t kWarmupSteps = 5;
+  // --overlap for this job (collective with auto on one host: every rank's
+  // threads and cores).
+  OverlapChoice resolve_overlap();
+
   // What run() counted for the summary.
   struct RunTally {
     const std::vector<double>& train_seconds;  // per epoch
@@ -139,6 +144,7 @@ class Trainer {
   Logger log_;
   int threads_ = 1;
   int loader_threads_ = 1;  // PrefetchLoader workers (--loader-threads)
+  OverlapChoice overlap_;   // --overlap, auto resolved in start() (thread_counts.h)
   int64_t global_batch_ = 0, micro_batch_ = 0, eval_batch_ = 0;
   int64_t steps_per_epoch_ = 0, total_steps_ = 0, epochs_ = 0;
   // --device cuda: the GPU context, streams and NCCL. Declared before every

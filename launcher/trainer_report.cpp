@@ -117,8 +117,9 @@ void Trainer::report_start() {
                                            DeviceRuntime::kGraphWarmup)
                              : "");
   if (world > 1 || dev_ || c_.zero_stage)
-    log_->info("world: {} rank{} on {} node{}; {}{}", world, world == 1 ? "" : "s", comm_.nodes(),
+    log_->info("world: {} rank{} on {} node{}; {}{}{}", world, world == 1 ? "" : "s", comm_.nodes(),
                comm_.nodes() == 1 ? "" : "s", dopt_->describe(),
+               overlap_.why.empty() ? "" : fmt::format(" (--overlap auto: {})", overlap_.why),
                hierarchical_ ? fmt::format("; hierarchical allreduce: within each host, then along {} hosts",
                                            comm_.nodes())
                              : "");
@@ -261,7 +262,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"window_steps", kRateWindow}, {"windows", windows.count},
       {"window_median_images_per_sec", windows.median}, {"window_min_images_per_sec", windows.min},
       {"window_max_images_per_sec", windows.max},
-      {"overlap", dopt_->buckets().size() > 0 && c_.overlap && world > 1}};
+      {"overlap", dopt_->buckets().size() > 0 && overlap_.on && world > 1}, {"overlap_mode", c_.overlap}};
   summary.update(memory);
   records.write(summary);
 }

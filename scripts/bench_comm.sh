@@ -6,12 +6,16 @@
 #   2. fusion: per-tensor MPI_Allreduce vs lockstep buckets vs one raw
 #      MPI_Allreduce, on ResNet-50's layout and on 4,000 small tensors;
 #   3. step: training step time for lenet and convnet at N=1 and at N=2 with
-#      overlap on and off (same per-rank batch, synthetic data, no evaluation),
-#      and the exposed communication (time step() waited for reductions).
+#      --overlap on, off and auto (same per-rank batch, synthetic data, no
+#      evaluation, one compute thread per rank: the ranks fill 2 cores), the
+#      exposed communication (time step() waited for reductions), which mode
+#      auto chose and whether that is the faster of on and off (medians).
 # Last line: JSON with bucket_vs_raw, bucket_vs_per_tensor,
 # busbw_256mb_over_4mb (the MPI backend's gradient path: the order-fixed
 # allreduce over messages; MPI_Allreduce's and the shared-memory path's ratios
-# alongside) and exposed_comm_fraction (the worse of the two models).
+# alongside), exposed_comm_fraction (the worse of the two models, as auto
+# runs them) and auto_picks_faster (true when auto chose the faster mode for
+# both models).
 # usage: scripts/bench_comm.sh [--reps 5]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,35 +40,45 @@ echo; echo "== 2. fusion, 2 ranks"
 mpirun -np 2 "$BUILD/bench_fusion" --reps 15 | tee "$WORK/fusion.txt" | grep -v '^{'
 
 echo; echo "== 3. step time, $REPS rounds"
-step_run() {  # model batch steps ranks [flags]: prints "images/s-per-rank exposed-fraction"
+step_run() {  # model batch steps ranks [flags]: prints "images/s-per-rank exposed-fraction overlapped"
   local model=$1 batch=$2 steps=$3 n=$4; shift 4
   mpirun -np "$n" "$BUILD/trainer" --model "$model" --dataset synthetic --no-eval --batch-size "$batch" \
     --max-steps "$steps" --threads 1 --progress off --metrics-file "$WORK/m.jsonl" "$@" > /dev/null
-  python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1])][-1]; print(d["images_per_sec_per_rank"], d["exposed_comm_fraction"])' "$WORK/m.jsonl"
+  python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1])][-1]; print(d["images_per_sec_per_rank"], d["exposed_comm_fraction"], "on" if d["overlap"] else "off")' "$WORK/m.jsonl"
 }
 results=()
 for spec in "lenet 128 200" "convnet 32 12"; do
   set -- $spec
   model=$1 batch=$2 steps=$3
-  one=() two=() two_no=() exp=() exp_no=()
+  one=() on=() off=() auto=() exp_on=() exp_off=() exp_auto=() picked=()
   for ((r = 1; r <= REPS; ++r)); do
-    read -r a _ < <(step_run "$model" "$batch" "$steps" 1)
-    read -r b e < <(step_run "$model" "$batch" "$steps" 2)
-    read -r c f < <(step_run "$model" "$batch" "$steps" 2 --no-overlap)
-    one+=("$a"); two+=("$b"); two_no+=("$c"); exp+=("$e"); exp_no+=("$f")
-    printf '  %s round %d: step %.1f ms (N=1), %.1f ms (N=2 overlap, %.2f%% exposed), %.1f ms (N=2 no overlap, %.2f%% exposed)\n' \
+    read -r a _ _ < <(step_run "$model" "$batch" "$steps" 1)
+    read -r b e _ < <(step_run "$model" "$batch" "$steps" 2 --overlap on)
+    read -r c f _ < <(step_run "$model" "$batch" "$steps" 2 --overlap off)
+    read -r d g p < <(step_run "$model" "$batch" "$steps" 2 --overlap auto)
+    one+=("$a"); on+=("$b"); off+=("$c"); auto+=("$d"); exp_on+=("$e"); exp_off+=("$f"); exp_auto+=("$g"); picked+=("$p")
+    printf '  %s round %d: step %.1f ms (N=1); N=2: %.1f ms overlap on (%.2f%% exposed), %.1f ms off (%.2f%%), %.1f ms auto (%s, %.2f%%)\n' \
       "$model" "$r" "$(python3 -c "print(1e3*$batch/$a)")" "$(python3 -c "print(1e3*$batch/$b)")" \
-      "$(python3 -c "print(100*$e)")" "$(python3 -c "print(1e3*$batch/$c)")" "$(python3 -c "print(100*$f)")"
+      "$(python3 -c "print(100*$e)")" "$(python3 -c "print(1e3*$batch/$c)")" "$(python3 -c "print(100*$f)")" \
+      "$(python3 -c "print(1e3*$batch/$d)")" "$p" "$(python3 -c "print(100*$g)")"
   done
-  results+=("$(python3 - "$model" "$batch" "${one[*]}" "${two[*]}" "${two_no[*]}" "${exp[*]}" "${exp_no[*]}" <<'PY'
+  results+=("$(python3 - "$model" "$batch" "${one[*]}" "${on[*]}" "${off[*]}" "${auto[*]}" "${exp_on[*]}" \
+                "${exp_off[*]}" "${exp_auto[*]}" "${picked[*]}" <<'PY'
 import json, statistics, sys
 model, batch = sys.argv[1], int(sys.argv[2])
-one, two, two_no, exp, exp_no = ([float(v) for v in a.split()] for a in sys.argv[3:8])
+one, on, off, auto, exp_on, exp_off, exp_auto = ([float(v) for v in a.split()] for a in sys.argv[3:10])
+picked = sorted(set(sys.argv[10].split()))
 ms = lambda ips: 1e3 * batch / statistics.median(ips)
+faster = "on" if ms(on) < ms(off) else "off"
 print(json.dumps({"model": model, "batch_per_rank": batch, "step_ms_n1": round(ms(one), 2),
-                  "step_ms_n2_overlap": round(ms(two), 2), "step_ms_n2_no_overlap": round(ms(two_no), 2),
-                  "exposed_comm_fraction": statistics.median(exp), "exposed_comm_fraction_no_overlap": statistics.median(exp_no),
-                  "n2_over_n1_step": round(ms(two) / ms(one), 3)}))
+                  "step_ms_n2_overlap_on": round(ms(on), 2), "step_ms_n2_overlap_off": round(ms(off), 2),
+                  "step_ms_n2_overlap_auto": round(ms(auto), 2), "auto_chose": "/".join(picked),
+                  "faster_mode": faster, "on_over_off_step": round(ms(on) / ms(off), 3),
+                  "auto_picks_faster": picked == [faster],
+                  "exposed_comm_fraction": statistics.median(exp_auto),
+                  "exposed_comm_fraction_overlap_on": statistics.median(exp_on),
+                  "exposed_comm_fraction_overlap_off": statistics.median(exp_off),
+                  "n2_over_n1_step": round(ms(auto) / ms(one), 3)}))
 PY
 )")
   echo "  ${results[-1]}"
@@ -85,6 +99,7 @@ out = {"bench": "comm", "ranks": 2,
        "busbw_256mb_over_4mb_mpi_allreduce": mpi["busbw_256mb_over_4mb"],
        "busbw_256mb_over_4mb_shared_memory": ours["busbw_256mb_over_4mb"],
        "exposed_comm_fraction": max(s["exposed_comm_fraction"] for s in steps),
+       "auto_picks_faster": all(s["auto_picks_faster"] for s in steps),
        "fusion": fusion, "steps": steps}
 print(json.dumps(out))
 PY

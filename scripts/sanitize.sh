@@ -90,8 +90,9 @@ run_tsan() {
   step "buckets, distributed optimizer, collectives at 4 ranks" \
     mpirun -np 4 --oversubscribe "$TSAN_BUILD/tests/mpi_tests"
   step "watchdog and prefetch-loader unit tests" "$TSAN_BUILD/tests/lockstep_tests" "[watchdog],[data]"
+  # --overlap on: the communication threads run whatever --overlap auto would choose here.
   local train=(--model lenet --dataset synthetic --synthetic-samples 512 --batch-size 32 --epochs 1 --threads 1
-               --collective-timeout 30 --progress off --loader-threads 2)
+               --collective-timeout 30 --progress off --loader-threads 2 --overlap on)
   step "trainer, 2 ranks, overlap, shared-memory buckets, watchdog, timeline" \
     mpirun -np 2 --oversubscribe "$TSAN_BUILD/trainer" "${train[@]}" --timeline "$work/trace.json"
   step "trainer, 2 ranks, overlap, MPI buckets (bf16 wire, 5 buckets)" \
@@ -110,7 +111,7 @@ run_tsan() {
   step "trainer, 2 ranks, resnet20 with --sync-batchnorm and overlapped buckets" \
     mpirun -np 2 --oversubscribe "$TSAN_BUILD/trainer" --model resnet20 --dataset synthetic \
     --synthetic-shape 3,16,16 --synthetic-samples 128 --batch-size 8 --epochs 1 --threads 1 --sync-batchnorm \
-    --fusion-threshold-mb 0.2 --first-bucket-mb 0.05 --collective-timeout 30 --progress off
+    --fusion-threshold-mb 0.2 --first-bucket-mb 0.05 --collective-timeout 30 --progress off --overlap on
   rm -rf "$work"
   echo "== tsan: runs $((SECONDS - t0)) s"
   check_reports "$TSAN_BUILD" || rc=1

@@ -12,7 +12,8 @@
 # of 2e-7 in lenet's weights after 10 steps at any N) they split between
 # steps 10 and 15 (2.6e-4 at 15; N=1 and N=4 still 5.7e-7 there). A
 # systematic error (a wrong average, a sample on the wrong rank) shows at
-# step 1.
+# step 1. Then --overlap: on, off and auto (which picks one of them) train
+# bitwise alike at N=2, buckets reduced during backward or after it.
 # usage: equivalence.sh TRAINER COMPARE_WEIGHTS
 set -euo pipefail
 TRAINER=$1 CMP=$2
@@ -37,3 +38,14 @@ for n in 1 2; do
 done
 echo -n "lenet --clip-grad-norm 0.05 N=1 vs N=2: "
 "$CMP" "$WORK/clip-1.safetensors" "$WORK/clip-2.safetensors" --rtol 1e-5
+for mode in on off auto; do
+  mpirun -np 2 "$TRAINER" --model lenet $ARGS --fusion-threshold-mb 0.1 --first-bucket-mb 0.01 --overlap $mode \
+    --save-weights "$WORK/overlap-$mode.safetensors" > "$WORK/overlap-$mode.log"
+done
+grep -q "overlapped with backward" "$WORK/overlap-on.log" || { echo "--overlap on did not overlap"; exit 1; }
+grep -q "reduced after backward" "$WORK/overlap-off.log" || { echo "--overlap off overlapped"; exit 1; }
+grep -q "(--overlap auto: " "$WORK/overlap-auto.log" || { echo "--overlap auto did not say why"; exit 1; }
+for mode in off auto; do
+  echo -n "lenet N=2, --overlap on vs $mode: "
+  "$CMP" "$WORK/overlap-on.safetensors" "$WORK/overlap-$mode.safetensors" --exact
+done

@@ -8,13 +8,14 @@
 # spans on the communication thread, a parameter allgather there after each
 # optimizer step, and no forward before its first range has arrived. Small
 # buckets split lenet's
-# 0.5 MB of gradients so several can go out during backward.
+# 0.5 MB of gradients so several can go out during backward; --overlap on,
+# as --overlap auto reduces after backward where the ranks fill the cores.
 # usage: timeline.sh TRAINER [COMPARE_WEIGHTS, unused]
 set -euo pipefail
 TRAINER=$1
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-mpirun -np 2 "$TRAINER" --model lenet --max-steps 30 --threads 1 --no-eval --progress off \
+mpirun -np 2 "$TRAINER" --model lenet --max-steps 30 --threads 1 --no-eval --progress off --overlap on \
   --fusion-threshold-mb 0.1 --first-bucket-mb 0.01 --timeline "$WORK/trace.json" > "$WORK/out"
 ls "$WORK"
 python3 - "$WORK/trace.rank0.json" "$WORK/trace.rank1.json" <<'PY'
@@ -55,7 +56,7 @@ PY
 # --zero-stage 1: buckets are reduce-scattered on the communication thread and
 # each optimizer step starts the parameter allgather there, first range first;
 # the next forward's first layer starts only once that range has arrived.
-mpirun -np 2 "$TRAINER" --model lenet --max-steps 10 --threads 1 --no-eval --progress off --zero-stage 1 \
+mpirun -np 2 "$TRAINER" --model lenet --max-steps 10 --threads 1 --no-eval --progress off --zero-stage 1 --overlap on \
   --fusion-threshold-mb 0.1 --first-bucket-mb 0.01 --timeline "$WORK/zero.json" > "$WORK/zero.out"
 python3 - "$WORK/zero.rank0.json" "$WORK/zero.rank1.json" <<'PY'
 import json, sys

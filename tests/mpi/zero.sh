@@ -5,7 +5,9 @@
 # optimizer state gathered from the shards) must hold bitwise the same
 # tensors. Through shared memory (fp32), over messages (bf16 on the wire),
 # with accumulation and no overlap, batch norm without decay on its
-# parameters, clipping, at 2 and 3 ranks. Then resume across stages: a
+# parameters, clipping, at 2 and 3 ranks; the 2-rank rows with --overlap on
+# (the communication threads), the 3-rank ones as --overlap auto chooses
+# (here, on 2 cores: after backward). Then resume across stages: a
 # stage-1 checkpoint resumed at stage 0, and the reverse, equal the straight run.
 # usage: zero.sh TRAINER COMPARE_WEIGHTS
 set -euo pipefail
@@ -27,13 +29,14 @@ same() {  # NAME N ARGS...: stage 0 and stage 1, bitwise
   echo -n "$name N=$n, stage 0 vs 1, checkpoint (parameters and optimizer state): "
   "$CMP" "$WORK/$name-ckpt0/ckpt-000000012.safetensors" "$WORK/$name-ckpt1/ckpt-000000012.safetensors" --exact
 }
-same adam 2 --model lenet --optimizer adam --lr 1e-3
+same adam 2 --model lenet --optimizer adam --lr 1e-3 --overlap on
 same adam 3 --model lenet --optimizer adam --lr 1e-3
-same sgd-bf16-wire 2 --model lenet --optimizer sgd --momentum 0.9 --nesterov --weight-decay 1e-4 --grad-compression bf16
+same sgd-bf16-wire 2 --model lenet --optimizer sgd --momentum 0.9 --nesterov --weight-decay 1e-4 --grad-compression bf16 \
+  --overlap on
 same accumulate 3 --model mlp --optimizer adamw --weight-decay 0.01 --accumulate-steps 2 --no-overlap
 same resnet20 2 --model resnet20 --dataset synthetic --synthetic-samples 480 --optimizer sgd --momentum 0.9 \
-  --weight-decay 5e-4 --no-decay-bn-bias --fusion-threshold-mb 0.2
-same clip 2 --model lenet --clip-grad-norm 0.05
+  --weight-decay 5e-4 --no-decay-bn-bias --fusion-threshold-mb 0.2 --overlap on
+same clip 2 --model lenet --clip-grad-norm 0.05 --overlap on
 grep -q "12 of 12 updates clipped" "$WORK/clip-1.log" || fail "clip: no clipping report"
 
 # Resume across stages: 12 steps, checkpoint, 12 more at the other stage.

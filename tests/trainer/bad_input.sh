@@ -336,6 +336,10 @@ row zero-stage-cuda 2 trainer "--zero-stage 1: the optimizer state is sharded on
 row env-zero-stage 2 trainer "LOCKSTEP_ZERO_STAGE=3: --zero-stage: '3' is not one of 0, 1" LOCKSTEP_ZERO_STAGE=3 -- $SYN
 row hierarchical-word 2 trainer "--hierarchical-allreduce: 'yes' is not one of auto, on, off" -- $SYN --hierarchical-allreduce yes
 row env-hierarchical 2 trainer "LOCKSTEP_HIERARCHICAL_ALLREDUCE=sometimes: --hierarchical-allreduce: 'sometimes' is not one of auto, on, off" LOCKSTEP_HIERARCHICAL_ALLREDUCE=sometimes -- $SYN
+row overlap-word 2 trainer "--overlap: 'yes' is not one of auto, on, off" -- $SYN --overlap yes
+row env-overlap 2 trainer "LOCKSTEP_OVERLAP=never: --overlap: 'never' is not one of auto, on, off" LOCKSTEP_OVERLAP=never -- $SYN
+row overlap-contradiction 2 trainer "--no-overlap and --overlap on contradict each other" -- $SYN --no-overlap --overlap on
+row env-overlap-contradiction 2 trainer "--no-overlap and --overlap on contradict each other" LOCKSTEP_NO_OVERLAP=1 -- $SYN --overlap on
 
 # Environment variables.
 row env-batch 2 trainer "LOCKSTEP_BATCH_SIZE=zero: --batch-size: 'zero' is not an integer" LOCKSTEP_BATCH_SIZE=zero -- --dataset synthetic
