@@ -1,8 +1,9 @@
 // OpenBLAS's kernel family: which one this CPU should run, which one runs,
 // and the start-up call that switches. OpenBLAS 0.3.21 picks its kernels by
 // CPU model; on models it does not know it falls back to an older family
-// (Prescott, SSE3, on a recent AVX-512 Xeon: sgemm at 14 of its 87 GFLOP/s;
-// Haswell on AMD Zen 5). lockstep chooses from what the CPU can do instead.
+// (Prescott, SSE3, on recent AVX-512 Xeons; Haswell on AMD Zen 5). Prescott
+// runs a single-thread sgemm at 40 GFLOP/s where SkylakeX runs 101 (Zen 4,
+// forced; docs/benchmarks.md). lockstep chooses from what the CPU can do.
 // OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so a program that
 // should switch sets it and re-executes itself once, first thing in main().
 #pragma once
