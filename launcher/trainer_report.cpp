@@ -117,13 +117,15 @@ void Trainer::report_start() {
                                            DeviceRuntime::kGraphWarmup)
                              : "");
   if (world > 1 || dev_ || c_.zero_stage)
-    log_->info("world: {} rank{} on {} node{}; {}{}{}", world, world == 1 ? "" : "s", comm_.nodes(),
+    log_->info("world: {} rank{} on {} node{}; {}{}", world, world == 1 ? "" : "s", comm_.nodes(),
                comm_.nodes() == 1 ? "" : "s", dopt_->describe(),
-               overlap_.why.empty() ? "" : fmt::format(" (--overlap auto: {})", overlap_.why),
                hierarchical_ ? fmt::format("; hierarchical allreduce: within each host, then along {} hosts",
                                            comm_.nodes())
                              : "");
   if (!hierarchy_note_.empty() && comm_.rank() == 0) log_->warn("{}", hierarchy_note_);  // the same on every rank
+  if (world > 1 && !overlap_.why.empty())
+    log_->info("overlap: gradient buckets reduced {} backward (--overlap auto: {})", overlap_.on ? "during" : "after",
+               overlap_.why);
   if (resumed_from_)
     log_->info("resumed from {} at step {} (epoch {}, step {} of it){}", *resumed_from_, progress_.step,
                progress_.epoch + 1, progress_.step_in_epoch,

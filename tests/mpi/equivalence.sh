@@ -44,7 +44,8 @@ for mode in on off auto; do
 done
 grep -q "overlapped with backward" "$WORK/overlap-on.log" || { echo "--overlap on did not overlap"; exit 1; }
 grep -q "reduced after backward" "$WORK/overlap-off.log" || { echo "--overlap off overlapped"; exit 1; }
-grep -q "(--overlap auto: " "$WORK/overlap-auto.log" || { echo "--overlap auto did not say why"; exit 1; }
+grep -q "^overlap: gradient buckets reduced .* backward (--overlap auto: .*)$" "$WORK/overlap-auto.log" ||
+  { echo "--overlap auto did not say what it chose and why"; exit 1; }
 for mode in off auto; do
   echo -n "lenet N=2, --overlap on vs $mode: "
   "$CMP" "$WORK/overlap-on.safetensors" "$WORK/overlap-$mode.safetensors" --exact

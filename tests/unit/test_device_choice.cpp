@@ -10,36 +10,11 @@
 #include "core/error.h"
 #include "device_check.h"
 #include "options.h"
+#include "parse_options.h"
 
 using namespace lockstep;
-
-namespace {
-
-ParseOutcome parse_into(std::vector<std::string> args, TrainConfig& c) {
-  args.insert(args.begin(), "trainer");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return parse_train_options(static_cast<int>(argv.size()), argv.data(), c);
-}
-
-TrainConfig parse(std::vector<std::string> args) {
-  TrainConfig c;
-  REQUIRE(parse_into(std::move(args), c) == ParseOutcome::Run);
-  return c;
-}
-
-std::string parse_error(std::vector<std::string> args) {
-  TrainConfig c;
-  try {
-    parse_into(std::move(args), c);
-  } catch (const InputError& e) {
-    return e.message();
-  }
-  FAIL("no error");
-  return "";
-}
-
-}  // namespace
+using lockstep::testing::parse;
+using lockstep::testing::parse_error;
 
 TEST_CASE("device auto resolves to this machine's device and says why", "[device]") {
   const AutoDevice here = choose_auto_device();

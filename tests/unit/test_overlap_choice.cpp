@@ -9,39 +9,18 @@
 
 #include "core/error.h"
 #include "options.h"
+#include "parse_options.h"
 #include "thread_counts.h"
 
 using namespace lockstep;
+using lockstep::testing::parse;
+using lockstep::testing::parse_error;
 
 namespace {
 
 // `ranks` on this host with `threads` compute threads each, on `cores` cores together.
 OverlapSite cpu_host(int world, int hosts, int ranks, int threads, int cores) {
   return {false, world, hosts, ranks, ranks * threads, cores};
-}
-
-ParseOutcome parse_into(std::vector<std::string> args, TrainConfig& c) {
-  args.insert(args.begin(), "trainer");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return parse_train_options(static_cast<int>(argv.size()), argv.data(), c);
-}
-
-TrainConfig parse(std::vector<std::string> args) {
-  TrainConfig c;
-  REQUIRE(parse_into(std::move(args), c) == ParseOutcome::Run);
-  return c;
-}
-
-std::string parse_error(std::vector<std::string> args) {
-  TrainConfig c;
-  try {
-    parse_into(std::move(args), c);
-  } catch (const InputError& e) {
-    return e.message();
-  }
-  FAIL("no error");
-  return "";
 }
 
 }  // namespace
