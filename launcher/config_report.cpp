@@ -6,7 +6,7 @@
 
 namespace lockstep {
 
-std::string describe_settings(const TrainConfig& c) {
+std::string describe_settings(const TrainConfig& c, bool all) {
   std::string set, defaults;
   for (const OptionSetting& s : c.settings) {
     std::string& out = s.source == "default" ? defaults : set;
@@ -14,7 +14,13 @@ std::string describe_settings(const TrainConfig& c) {
     out += s.option + "=" + (s.value.empty() ? "''" : s.value);
     if (s.source != "default") out += " [" + s.source + "]";
   }
-  return (set.empty() ? "all defaults" : set) + "; defaults: " + defaults;
+  return (set.empty() ? "all defaults" : set) + (all ? "; defaults: " + defaults : "");
+}
+
+nlohmann::json settings_json(const TrainConfig& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const OptionSetting& s : c.settings) j[s.option] = {{"value", s.value}, {"source", s.source}};
+  return j;
 }
 
 std::string augmentation(const TrainConfig& c) {

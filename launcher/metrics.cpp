@@ -28,7 +28,8 @@ int64_t peak_resident_bytes() {
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {
-  const std::string line = record.dump() + "\n";
+  // Paths are bytes, not necessarily UTF-8: replaced where JSON cannot hold them, never a throw.
+  const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     LS_INPUT_ERROR("--metrics-file: write to {} failed ({})", path_, std::strerror(errno));
 }

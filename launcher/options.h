@@ -3,6 +3,8 @@
 // nowhere else. The command line wins over the environment.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -137,9 +139,13 @@ void validate_train_config(const TrainConfig& config, bool rank0);
 // LOCKSTEP_* variable that set a flag its error names.
 void check_option_paths(const TrainConfig& config, bool rank0);
 
-// "batch-size=64 [LOCKSTEP_BATCH_SIZE], epochs=2 [command line]; defaults: model=lenet, ...":
-// every option's effective value; those set first, with where they were set.
-std::string describe_settings(const TrainConfig& config);
+// "batch-size=64 [LOCKSTEP_BATCH_SIZE], epochs=2 [command line]": the options
+// set, with where they were set ("all defaults" when none was); with
+// `all`, then "; defaults: model=lenet, ..." for every other option.
+std::string describe_settings(const TrainConfig& config, bool all = false);
+
+// Every option as {"option": {"value": ..., "source": ...}}.
+nlohmann::json settings_json(const TrainConfig& config);
 
 // The configuration as JSON (stored in checkpoints).
 std::string config_json(const TrainConfig& config);

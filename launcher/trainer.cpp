@@ -18,6 +18,7 @@
 
 #include "build_id.h"
 #include "checkpoint/weights.h"
+#include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "core/hash.h"
 #include "data/augment.h"
@@ -28,6 +29,7 @@
 #include "metrics.h"
 #include "nn/loss.h"
 #include "ops/conv2d.h"
+#include "ops/simd_level.h"
 #include "optim/loss_scaler.h"
 #include "progress.h"
 #include "recipe.h"
@@ -362,6 +364,15 @@ TrainSummary Trainer::run_steps() {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
   RunRecords records(rank0() ? c_.metrics_file : "", rank0() ? c_.tensorboard_dir : "");
+  // First: every option's value and where it came from, and what the run made of them.
+  records.write({{"type", "config"},
+                 {"options", settings_json(c_)},
+                 {"world_size", world},
+                 {"threads", threads_},
+                 {"loader_threads", loader_threads_},
+                 {"overlap", overlap_.on},
+                 {"blas_kernels", blas_kernels_in_use().describe()},
+                 {"simd_clone", ops::simd_clone_level()}});
   PrefetchLoader loader(*train_, micro_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator(), loader_threads_);
   const bool crop_flip = augmentation(c_) == "crop-flip";  // training batches only; evaluate() never augments
   const bool progress_on =

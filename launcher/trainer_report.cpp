@@ -76,7 +76,8 @@ void Trainer::report_start() {
              augmentation(c_) == "crop-flip"
                  ? fmt::format(", augmented: random crop (pad {}) and horizontal flip", kCropPad)
                  : "");
-  log_->info("configuration: {}", describe_settings(c_));
+  log_->info("configuration: {}", describe_settings(c_));  // what was set; every option at debug
+  log_->debug("every option: {}", describe_settings(c_, true));
   if (!c_.unknown_env.empty() && comm_.rank() == 0)
     log_->warn("ignored: {} {} set but {} no trainer option (see trainer --help)", fmt::join(c_.unknown_env, ", "),
                c_.unknown_env.size() == 1 ? "is" : "are", c_.unknown_env.size() == 1 ? "names" : "name");

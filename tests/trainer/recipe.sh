@@ -25,8 +25,8 @@ for gb in 512 2048; do
 done
 grep -F "lr 0.1 = 0.05 x 512/256 (constant)" "$WORK/lin512.out" || fail "effective LR at global batch 512 not logged"
 grep -F "lr 0.4 = 0.05 x 2048/256 (constant)" "$WORK/lin2048.out" || fail "effective LR at global batch 2048 not logged"
-jq_py "$WORK/lin512.jsonl" 'assert abs(recs[-1]["lr"] - 0.1) < 1e-7 and abs(recs[0]["lr"] - 0.1) < 1e-7, recs'
-jq_py "$WORK/lin2048.jsonl" 'assert abs(recs[-1]["lr"] - 0.4) < 1e-7 and abs(recs[0]["lr"] - 0.4) < 1e-7, recs'
+jq_py "$WORK/lin512.jsonl" 'assert abs(recs[-1]["lr"] - 0.1) < 1e-7 and abs(recs[1]["lr"] - 0.1) < 1e-7, recs'
+jq_py "$WORK/lin2048.jsonl" 'assert abs(recs[-1]["lr"] - 0.4) < 1e-7 and abs(recs[1]["lr"] - 0.4) < 1e-7, recs'
 "$TRAINER" $SYN --global-batch-size 2048 --lr 0.05 --lr-scaling linear --base-batch-size 1024 --epochs 1 --max-steps 1 \
   --no-eval > "$WORK/base1024.out"
 grep -F "lr 0.1 = 0.05 x 2048/1024 (constant)" "$WORK/base1024.out" || fail "--base-batch-size not applied"
