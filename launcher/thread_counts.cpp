@@ -21,9 +21,8 @@ std::vector<int> affinity_cpus() {
 }
 
 int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  const std::vector<int> cpus = affinity_cpus();
+  if (!cpus.empty()) return static_cast<int>(cpus.size());
   return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 

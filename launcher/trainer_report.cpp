@@ -100,6 +100,7 @@ void Trainer::report_start() {
              c_.accumulate_steps > 1 ? fmt::format(" x {} accumulation steps", c_.accumulate_steps) : "",
              global_batch_, steps_per_epoch_, epochs_, threads_, threads_ == 1 ? "" : "s",
              blas_kernels_in_use().describe(), ops::simd_clone_level());
+  log_->debug("CPU features: {}", cpu_features().describe());  // what the kernel choices were made from
   const std::string chosen = c_.device_auto_why.empty() ? "" : fmt::format(" (--device auto: {})", c_.device_auto_why);
   if (!dev_ && !chosen.empty()) log_->info("device: the CPU{}", chosen);
   if (dev_)
