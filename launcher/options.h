@@ -68,7 +68,7 @@ struct TrainConfig {
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
   std::string layout = "auto";            // memory order of 4-D activations: nchw or nhwc once parsed (tensor/layout.h;
                                           // auto: nhwc for 16-bit on the GPU, device_check.h)
-  std::string conv_algorithm = "auto";    // CPU convolutions: auto, im2col or winograd (ops/conv2d.h)
+  std::string conv_algorithm = "auto";    // CPU convolutions: auto, im2col or winograd (ops/conv/conv2d_cpu.h)
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
   bool cudnn_deterministic = true;        // GPU: deterministic convolution algorithms only (--cudnn-nondeterministic)
   int64_t cudnn_workspace_mb = 512;       // GPU: most scratch one cuDNN convolution call may use (MiB)

@@ -28,7 +28,7 @@
 #include "data/synthetic.h"
 #include "metrics.h"
 #include "nn/loss.h"
-#include "ops/conv2d.h"
+#include "ops/conv/conv2d_cpu.h"
 #include "ops/simd_level.h"
 #include "optim/loss_scaler.h"
 #include "progress.h"

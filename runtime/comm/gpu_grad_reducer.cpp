@@ -9,7 +9,7 @@
 #include "comm/nccl_communicator.h"
 #include "comm/staged_allreduce.h"
 #include "cuda/context.h"
-#include "ops/elementwise_cuda.h"
+#include "ops/elementwise/elementwise_cuda.h"
 #endif
 
 namespace lockstep {

@@ -18,7 +18,7 @@
 
 namespace lockstep::cuda {
 
-// How convolutions pick their cuDNN algorithms (ops/conv2d_cuda.h): from
+// How convolutions pick their cuDNN algorithms (ops/conv/conv2d_cuda.h): from
 // cuDNN's heuristics (cheap, the same on every run), or by timing the
 // candidates once per layer shape and batch size (cudnnFind*, PyTorch's
 // cudnn.benchmark): faster steps, but the choice may differ between runs.

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "nn/device_util.h"
+#include "ops/memory/memory.h"
 
 namespace lockstep {
 
@@ -27,7 +27,7 @@ int64_t ActivationArena::place(int64_t numel) {
 void ActivationArena::commit(Device device, cuda::Context* gpu) {
   LS_CHECK(held_.empty(), "ActivationArena::commit with {} gradients still held (an unbalanced rehearsal)",
            held_.size());
-  alloc_ = allocator_for(device, gpu, "ActivationArena");
+  alloc_ = ops::allocator_for(device, ops::Exec{gpu, "ActivationArena"});
   grow();
 }
 

@@ -5,14 +5,14 @@
 // statistics move towards them (momentum 0.1; running_var unbiased), as in
 // PyTorch. Evaluation: the running statistics. weight and bias are declared
 // without weight decay (--no-decay-bn-bias skips them). A following ReLU can be
-// fused (applied in the output pass, its mask in backward). On a GPU the same
-// steps run as the kernels of ops/batchnorm_cuda.h.
+// fused (applied in the output pass, its mask in backward). The work, on the
+// CPU or a GPU, is ops/batchnorm/batchnorm.h.
 #pragma once
 
 #include <vector>
 
 #include "nn/module.h"
-#include "ops/batchnorm.h"
+#include "ops/batchnorm/batchnorm.h"
 
 namespace lockstep {
 
@@ -52,15 +52,7 @@ class BatchNorm2d final : public Module {
   // is the same per-channel computation over the same values in memory order
   // (the kernels index element (i, c, j) at (i * C + c) * hw + j).
   ops::BatchNormShape shape_of(const Tensor& x) const;
-  // CPU forward up to the output pass: the statistics (training) or running
-  // statistics (evaluation), the running averages, scale_ and shift_.
-  void prepare_cpu(const Tensor& x, const ForwardContext& ctx);
-  // GPU twins of forward/backward: every statistic stays in device memory
-  // (dev_f_, dev_d_); only --sync-batchnorm copies its sums to the host for the
-  // reduction (one small copy each way per reduction). With `residual`, the
-  // output pass is forward_add_relu's join.
-  void forward_cuda(const Tensor& x, Tensor& y, const ForwardContext& ctx, const Tensor* residual = nullptr);
-  void backward_cuda(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx);
+  ops::BatchNormParams params() const;
 
   int64_t c_;
   float eps_, momentum_;
@@ -71,16 +63,7 @@ class BatchNorm2d final : public Module {
   Parameter* b_ = nullptr;
   Parameter* running_mean_ = nullptr;
   Parameter* running_var_ = nullptr;
-  // From the last forward, for backward.
-  bool training_ = false, synced_ = false;
-  double count_ = 0;                        // samples x pixels the statistics covered (all ranks when synced)
-  std::vector<float> mean_, invstd_;        // [C] statistics used
-  std::vector<float> scale_, shift_;        // [C] y = x * scale + shift
-  std::vector<double> sums_;                // [2C + 1] reduction scratch
-  std::vector<float> a_, b_coef_, d_;       // [C] backward coefficients
-  Tensor dev_f_;  // GPU, F32 [7C]: mean, invstd, scale, shift, a, b, d
-  Tensor dev_d_;  // GPU, F64 [4C + 1]: sum, count, m2, sum_dy, sum_dy_xmu (sum and count adjacent)
-  std::vector<double> host_sync_;  // GPU with --sync-batchnorm: the sums on their way through the host
+  ops::BatchNormState state_;  // from the last forward, for backward; the statistics' scratch
 };
 
 }  // namespace lockstep

@@ -1,23 +1,18 @@
 // The built-in layers. Each holds its configuration, pointers to its parameters
 // in the ParameterStore and any scratch it reuses across steps; the compute is
-// in ops/ (stateless kernels, one file per op and device).
+// the device-neutral ops of ops/ (one family per folder, ops/exec.h).
 #pragma once
 
 #include <memory>
 
 #include "nn/module.h"
-#include "ops/conv2d.h"
-#include "ops/workspace.h"
+#include "ops/conv/conv2d.h"
 
 namespace lockstep {
 
-namespace ops {
-class Conv2dCuda;  // ops/conv2d_cuda.h (GPU builds)
-}
-
-// Every layer runs where its input tensor lives: on the CPU kernels of ops/,
-// or, for tensors on a GPU, on the CUDA/cuBLAS/cuDNN twins with the context's
-// stream (ForwardContext::gpu, BackwardContext::gpu). Same semantics either way.
+// Every layer runs where its input tensor lives: the ops pick the CPU kernels,
+// or for tensors on a GPU the CUDA/cuBLAS/cuDNN ones on the context's stream
+// (ForwardContext::gpu, BackwardContext::gpu). Same semantics either way.
 
 // y = x W^T + b.   x [B, in]   W [out, in]   b [out]   y [B, out]
 class Linear final : public Module {
@@ -58,9 +53,7 @@ class Conv2d final : public Module {
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
   // The 16-bit weight and the Winograd filter transform (the per-thread buffers are the model's).
-  HeldMemory held_memory() const override {
-    return {0, 0, static_cast<int64_t>(w16_.nbytes()) + ws_.shared_bytes()};
-  }
+  HeldMemory held_memory() const override { return {0, 0, op_.held_bytes()}; }
   bool has_parameters() const override { return true; }
   std::vector<const Parameter*> parameters() const override { return b_ ? std::vector<const Parameter*>{w_, b_} : std::vector<const Parameter*>{w_}; }
   int64_t forward_flops(const Shape& in) const override;
@@ -68,33 +61,19 @@ class Conv2d final : public Module {
   bool backward_reads_output() const override { return relu_; }
   // Forces an algorithm (--conv-algorithm, tests); Auto picks per shape. NHWC
   // on the CPU has one algorithm (im2col + GEMM) and ignores it.
-  void set_conv_algorithm(ops::ConvAlgo algo) override { algo_ = algo; }
-  void set_layout(Layout layout) override { layout_ = layout; }
+  void set_conv_algorithm(ops::ConvAlgo algo) override { op_.set_algorithm(algo); }
+  void set_layout(Layout layout) override { op_.set_layout(layout); }
   // The CPU kernels' per-thread buffers become the model's (its own `shared`
   // buffer, the Winograd filter transform, stays).
   void share_scratch(const std::shared_ptr<SharedScratch>& scratch) override;
 
  private:
   int64_t in_c_, out_c_, k_, stride_, pad_;
-  Layout layout_ = Layout::NCHW;
-  ops::ConvAlgo algo_ = ops::ConvAlgo::Auto;
   bool bias_;
   bool relu_ = false;  // fused ReLU on the output
   Parameter* w_ = nullptr;
   Parameter* b_ = nullptr;
-  ops::Workspace ws_;
-  // CPU Winograd: the last forward left its filter transform of w in ws_ and
-  // nothing has used ws_ since, so the next backward reuses it (weights do not
-  // change between a forward and its backward; dx is the gradient for the
-  // weights that forward used). Cleared by every other forward and by backward.
-  bool winograd_filters_ready_ = false;
-  // GPU: cuDNN descriptors and algorithms for the input geometry last seen
-  // (shared_ptr: the type is complete only in GPU builds).
-  std::shared_ptr<ops::Conv2dCuda> gpu_;
-  ops::ConvGeometry gpu_geometry_{};
-  DType gpu_dtype_ = DType::F32;  // the tensor type gpu_ was made for
-  Layout gpu_layout_ = Layout::NCHW;  // the layout gpu_ was made for
-  Tensor w16_;  // 16-bit inputs (mixed precision): the weight rounded to their type by each forward
+  ops::Conv2dOp op_;  // the kernels' state: CPU workspace and algorithm, GPU descriptors, 16-bit weight
 };
 
 enum class PoolKind { Max, Avg };
@@ -141,6 +120,16 @@ class ReLU final : public Module {
   bool backward_reads_output() const override { return true; }
   bool is_relu() const override { return true; }
   int64_t forward_traffic(const Shape&) const override { return 0; }  // fusable into the layer before
+};
+
+// GELU with the tanh approximation (GPT-2's; PyTorch's nn.GELU(approximate="tanh")):
+// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Backward reads its input.
+class GELU final : public Module {
+ public:
+  std::string describe() const override { return "GELU(approximate='tanh')"; }
+  Shape output_shape(const Shape& in) const override { return in; }
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
 };
 
 // Inverted dropout with masks drawn from (seed, layer, step, global sample index,

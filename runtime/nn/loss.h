@@ -1,11 +1,12 @@
 // Softmax cross-entropy loss on a batch of logits, with optional label
 // smoothing (target (1 - eps) * onehot + eps / C; eps in [0, 1), 0 = none).
 //   logits [B, C] fp32    labels [B] int32
-// Logits and labels on a GPU run the CUDA kernels (ops/softmax_xent_cuda.h)
-// on the context's stream.
+// Logits and labels on a GPU run on the context's stream, in the logits' type
+// (ops/loss/softmax_xent.h).
 #pragma once
 
 #include "nn/module.h"
+#include "ops/loss/softmax_xent.h"
 #include "tensor/tensor.h"
 
 namespace lockstep {
@@ -40,8 +41,7 @@ class LossAccumulator {
 
  private:
   LossStats host_;                     // CPU batches' sums; the sample count of all batches
-  Tensor dev_loss_, dev_correct_;      // GPU: [1] F64 and [1] I64 accumulators
-  Tensor row_loss_, row_correct_;      // GPU: per-row scratch, [B] F64 and [B] I32
+  ops::XentDeviceSums dev_;            // GPU batches' sums and per-row scratch
 };
 
 }  // namespace lockstep

@@ -10,11 +10,12 @@
 
 #include "core/rng.h"
 #include "nn/parameter_store.h"
+#include "ops/batchnorm/stats_reducer.h"
 #include "tensor/layout.h"
 #include "tensor/tensor.h"
 
 namespace lockstep::ops {
-enum class ConvAlgo;  // ops/conv2d.h
+enum class ConvAlgo;  // ops/conv/conv2d_cpu.h
 }  // namespace lockstep::ops
 
 namespace lockstep {
@@ -31,23 +32,6 @@ enum class Aliasing {
   View,     // output is the input reshaped; forward and backward move no data
   InPlace,  // output overwrites the input (when the planner finds that safe)
   Fused,    // (planner only) the previous module computes this one; nothing runs
-};
-
-// Sums a few per-channel statistics over the ranks of a job (synchronised
-// batch normalisation); the trainer provides one when --sync-batchnorm is on.
-// Every rank calls it at the same points, as with any collective.
-class StatsReducer {
- public:
-  virtual ~StatsReducer() = default;
-  // `n` doubles of host memory, in place.
-  virtual void sum(double* values, int64_t n) = 0;
-  // `n` doubles of GPU memory, in place, ordered on gpu's stream with no host
-  // wait (NCCL). False when this reducer cannot (the caller then goes
-  // through the host with sum()); nothing has been queued in that case.
-  virtual bool sum_on_device(cuda::Context& gpu, double* values, int64_t n) {
-    (void)gpu, (void)values, (void)n;
-    return false;
-  }
 };
 
 // Memory a module keeps from one step to the next besides its parameters
@@ -127,7 +111,7 @@ class Module {
   // set_layout tells every module. Modules whose tensors are not 4-D, or that
   // treat every element alike (ReLU, residual additions), ignore it.
   virtual void set_layout(Layout layout) { (void)layout; }
-  // The algorithm CPU convolutions use (ops/conv2d.h: Auto picks per shape).
+  // The algorithm CPU convolutions use (ops/conv/conv2d_cpu.h: Auto picks per shape).
   // Containers pass it on; modules without convolutions ignore it.
   virtual void set_conv_algorithm(ops::ConvAlgo algo) { (void)algo; }
   // The model's scratch memory (nn/shared_scratch.h), given by the enclosing

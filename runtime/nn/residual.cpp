@@ -3,12 +3,8 @@
 
 #include "nn/activation_arena.h"
 #include "nn/batchnorm.h"
-#include "nn/device_util.h"
-#include "ops/elementwise.h"
-#ifdef LOCKSTEP_HAVE_CUDA
-#include "cuda/context.h"
-#include "ops/elementwise_cuda.h"
-#endif
+#include "ops/elementwise/elementwise.h"
+#include "ops/memory/memory.h"
 
 namespace lockstep {
 
@@ -105,55 +101,21 @@ void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   }
   const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
   const Tensor& a = branch_.forward(x, ctx);
-#ifdef LOCKSTEP_HAVE_CUDA
-  if (x.device().is_cuda()) {
-    const cudaStream_t st = gpu_context(ctx.gpu, "Residual").raw_stream();
-    if (is_16bit_float(y.dtype()))
-      ops::add_relu_16_cuda(y.dtype(), y.numel(), a.raw_data(), b.raw_data(), y.raw_data(), st);
-    else
-      ops::add_relu_cuda(y.numel(), a.data<float>(), b.data<float>(), y.data<float>(), st);
-    return;
-  }
-#endif
-  ops::add_relu_cpu(y.numel(), a.data<float>(), b.data<float>(), y.data<float>());
+  ops::add_relu(a, b, y, ops::Exec{ctx.gpu, "Residual"});
 }
 
 void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   // dL/d(sum) = dy where y > 0: masked in place, dy is the caller's scratch buffer.
   Tensor g = dy;
-  [[maybe_unused]] const bool gpu = y.device().is_cuda();
-  [[maybe_unused]] const bool half = is_16bit_float(y.dtype());  // mixed precision (GPU)
-  // dst += src on the tensors' device.
-  auto add_inplace = [&](const Tensor& src, Tensor& dst) {
-#ifdef LOCKSTEP_HAVE_CUDA
-    if (gpu) {
-      const cudaStream_t st = gpu_context(ctx.gpu, "Residual").raw_stream();
-      if (half)
-        ops::add_inplace_16_cuda(y.dtype(), dst.numel(), src.raw_data(), dst.raw_data(), st);
-      else
-        ops::add_inplace_cuda(dst.numel(), src.data<float>(), dst.data<float>(), st);
-      return;
-    }
-#endif
-    ops::add_inplace_cpu(dst.numel(), src.data<float>(), dst.data<float>());
-  };
+  const ops::Exec ex{ctx.gpu, "Residual"};
   if (joined_) {
     // The branch reads g where it is; its last batch norm applies the mask in
     // its first pass (BatchNorm2d::forward_add_relu), so g is masked after this.
     branch_.backward(ctx, dx, &g);
   } else {
-#ifdef LOCKSTEP_HAVE_CUDA
-    if (gpu && half)
-      ops::relu_backward_16_cuda(y.dtype(), y.numel(), y.raw_data(), g.raw_data(), g.raw_data(),
-                                 gpu_context(ctx.gpu, "Residual").raw_stream());
-    else if (gpu)
-      ops::relu_backward_cuda(y.numel(), y.data<float>(), g.data<float>(), g.data<float>(),
-                              gpu_context(ctx.gpu, "Residual").raw_stream());
-    else
-#endif
-      ops::relu_backward_cpu(y.numel(), y.data<float>(), g.data<float>(), g.data<float>());
+    ops::relu_backward(y, g, g, ex);
     Tensor gb = branch_.output_grad();
-    copy_same_device(gb, g, ctx.gpu, "Residual");
+    ops::copy_same_device(gb, g, ex);
     branch_.backward(ctx, dx);
   }
   if (shortcut_.size()) {
@@ -167,13 +129,13 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
     int64_t held = -1;
     const bool planned = arena_ && shortcut_.arena() == arena_ && x.numel() <= input_capacity_;
     Tensor sx = planned ? arena_->take(input_capacity_, shortcut_end_, &held)
-                        : ensure_scratch(own_shortcut_grad_, x.numel(), x.dtype(), x.device(), ctx.gpu, "Residual");
+                        : ops::ensure_scratch(own_shortcut_grad_, x.numel(), x.dtype(), x.device(), ex);
     sx = sx.slice(0, x.shape());
     shortcut_.backward(ctx, &sx, &g);
-    add_inplace(sx, *dx);
+    ops::add_inplace(sx, *dx, ex);
     if (held >= 0) arena_->release(held);
   } else if (dx) {
-    add_inplace(g, *dx);
+    ops::add_inplace(g, *dx, ex);
   }
 }
 

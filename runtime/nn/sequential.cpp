@@ -4,12 +4,9 @@
 #include <algorithm>
 
 #include "nn/activation_arena.h"
-#include "nn/device_util.h"
-
-#ifdef LOCKSTEP_HAVE_CUDA
-#include "cuda/context.h"
-#include "ops/elementwise_cuda.h"
-#endif
+#include "ops/elementwise/elementwise.h"
+#include "ops/layout/layout.h"
+#include "ops/memory/memory.h"
 
 namespace lockstep {
 
@@ -177,7 +174,7 @@ void Sequential::place(const Shape& in, Device device, DType dtype, cuda::Contex
     const bool external = external_last_ && i + 1 == n;
     if (aliasing_[i] == Aliasing::None && !external) {
       if (i == output_owner)
-        act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, allocator_for(device, gpu, "Sequential"));
+        act_storage_[i] = Tensor::zeros(cap_shapes[i], dtype, ops::allocator_for(device, ops::Exec{gpu, "Sequential"}));
       else
         act_offset_[i] = arena_->place(cap_numel_[i]);
     }
@@ -289,19 +286,17 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
   caller_input_ = Tensor();
   input_ = x_in;
   if (cast) {
-#ifdef LOCKSTEP_HAVE_CUDA
-    cuda::Context& gpu = gpu_context(ctx.gpu, "Sequential");
-    ensure_scratch(cast_buf_, capacity_shape_.numel(), compute_dtype_, x_in.device(), ctx.gpu, "Sequential");
+    const ops::Exec ex{ctx.gpu, "Sequential"};
+    ops::ensure_scratch(cast_buf_, capacity_shape_.numel(), compute_dtype_, x_in.device(), ex);
     input_ = cast_buf_.slice(0, in);
-    ops::to_16bit_cuda(x_in.numel(), compute_dtype_, x_in.data<float>(), input_.raw_data(), gpu.raw_stream());
+    ops::cast(x_in, input_, ex);
     caller_input_ = x_in;
-#endif
   }
   reordered_ = layout_ == Layout::NHWC && convert_input_ && in.rank() == 4;
   if (reordered_) {
-    ensure_scratch(layout_buf_, capacity_shape_.numel(), dtype, x_in.device(), ctx.gpu, "Sequential");
+    ops::ensure_scratch(layout_buf_, capacity_shape_.numel(), dtype, x_in.device(), ops::Exec{ctx.gpu, "Sequential"});
     Tensor t = layout_buf_.slice(0, in);
-    reorder_layout(input_, Layout::NCHW, Layout::NHWC, t, ctx.gpu, "Sequential");
+    ops::reorder_layout(input_, Layout::NCHW, Layout::NHWC, t, ops::Exec{ctx.gpu, "Sequential"});
     input_ = t;
   }
   const Tensor& x = input_;
@@ -345,14 +340,13 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const
   Tensor cast_grad, layout_grad;
   Tensor* input_grad = caller_grad;
   if (caller_grad && caller_input_.defined()) {
-    ensure_scratch(cast_grad_buf_, capacity_shape_.numel(), input_.dtype(), input_.device(), ctx.gpu, "Sequential");
+    ops::ensure_scratch(cast_grad_buf_, capacity_shape_.numel(), input_.dtype(), input_.device(), ops::Exec{ctx.gpu, "Sequential"});
     cast_grad = cast_grad_buf_.slice(0, input_.shape());
     input_grad = &cast_grad;
   }
   Tensor* nchw_grad = input_grad;  // where the NCHW gradient goes
   if (input_grad && reordered_) {
-    ensure_scratch(layout_grad_buf_, capacity_shape_.numel(), input_.dtype(), input_.device(), ctx.gpu,
-                   "Sequential");
+    ops::ensure_scratch(layout_grad_buf_, capacity_shape_.numel(), input_.dtype(), input_.device(), ops::Exec{ctx.gpu, "Sequential"});
     layout_grad = layout_grad_buf_.slice(0, input_.shape());
     input_grad = &layout_grad;
   }
@@ -384,7 +378,7 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const
     }
     // A view as the first layer moves no data: its input gradient is dy itself.
     if (k == 0 && input_grad && aliasing_[0] == Aliasing::View)
-      copy_same_device(*input_grad, dy.reshape(input_.shape()), ctx.gpu, "Sequential");
+      ops::copy_same_device(*input_grad, dy.reshape(input_.shape()), ops::Exec{ctx.gpu, "Sequential"});
     if (hook_ && layers_[k]->has_parameters()) {
       int64_t end = 0;  // end of this layer's parameters, alignment padding included
       for (const Parameter* p : layers_[k]->parameters())
@@ -398,12 +392,8 @@ void Sequential::backward(const BackwardContext& ctx, Tensor* caller_grad, const
   }
   if (dy_held >= 0) arena_->release(dy_held);
   if (!planned_by_parent_) arena_->settle();
-  if (nchw_grad && reordered_) reorder_layout(layout_grad, Layout::NHWC, Layout::NCHW, *nchw_grad, ctx.gpu, "Sequential");
-#ifdef LOCKSTEP_HAVE_CUDA
-  if (caller_grad && caller_input_.defined())
-    ops::from_16bit_cuda(cast_grad.numel(), cast_grad.dtype(), cast_grad.raw_data(), caller_grad->data<float>(),
-                         gpu_context(ctx.gpu, "Sequential").raw_stream());
-#endif
+  if (nchw_grad && reordered_) ops::reorder_layout(layout_grad, Layout::NHWC, Layout::NCHW, *nchw_grad, ops::Exec{ctx.gpu, "Sequential"});
+  if (caller_grad && caller_input_.defined()) ops::cast(cast_grad, *caller_grad, ops::Exec{ctx.gpu, "Sequential"});
 }
 
 }  // namespace lockstep

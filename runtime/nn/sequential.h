@@ -132,7 +132,7 @@ class Sequential {
   // layout and pass false.
   void set_layout(Layout layout, bool convert_input = true);
   Layout layout() const { return layout_; }
-  // Tells every module (ops/conv2d.h ConvAlgo; Auto unless set).
+  // Tells every module (ops/conv/conv2d_cpu.h ConvAlgo; Auto unless set).
   void set_conv_algorithm(ops::ConvAlgo algo);
   // Effective aliasing per layer after planning (for tests and logs).
   const std::vector<Aliasing>& planned_aliasing() const { return aliasing_; }

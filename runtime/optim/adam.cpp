@@ -1,29 +1,12 @@
-// Adam/AdamW update, one pass over the flat buffers.
+// Adam/AdamW: the step's scalars, then one pass over the flat buffers where
+// they are (ops/update/update.h).
 #include "optim/adam.h"
 
 #include <cmath>
 
-#include "ops/simd.h"
-
-#ifdef LOCKSTEP_HAVE_CUDA
-#include "cuda/context.h"
-#include "optim/update_cuda.h"
-#endif
+#include "ops/update/update.h"
 
 namespace lockstep {
-namespace {
-
-// The host update of n elements. Vectorised: this file is compiled with
-// -fno-math-errno (sqrt of a second moment, never negative, has no error to
-// report), without which gcc keeps every sqrt scalar to set errno; and an
-// AVX2 clone where the CPU has it.
-LS_SIMD_CLONES void adam_update_cpu(int64_t n, float* p, const float* g, float* m, float* v, float step_size,
-                                    float inv_sqrt_bc2, float scale, float b1, float b2, float eps, float l2,
-                                    float shrink) {
-  adam_update_cpu(n, p, g, m, v, step_size, inv_sqrt_bc2, scale, b1, b2, eps, l2, shrink);
-}
-
-}  // namespace
 
 Adam::Adam(ParameterStore& params, const OptimizerConfig& config)
     : Optimizer(params, config), decoupled_(config.name == "adamw") {
@@ -52,23 +35,8 @@ void Adam::update(int64_t begin, int64_t end, int64_t state_begin, float lr, flo
   const float wd = decay ? config_.weight_decay : 0.f;
   const float l2 = decoupled_ ? 0.f : wd;
   const float shrink = decoupled_ ? 1.f - lr * wd : 1.f;
-#ifdef LOCKSTEP_HAVE_CUDA
-  if (gpu_) {
-    adam_update_cuda(n, p, g, m, v, step_size, inv_sqrt_bc2, scale, b1, b2,
-                     eps, l2, shrink, decoupled_ ? wd : 0.f, loss_scale_, gpu_->raw_stream());
-    return;
-  }
-#endif
-#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
-  for (int64_t i = 0; i < n; ++i) {
-    const float pi = p[i] * shrink;
-    const float gi = scale * g[i] + l2 * pi;
-    const float mi = b1 * m[i] + (1.f - b1) * gi;
-    const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = pi - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
-  }
+  const ops::AdamScalars a{step_size, inv_sqrt_bc2, scale, b1, b2, eps, l2, shrink};
+  ops::adam_update(n, p, g, m, v, a, decoupled_ ? wd : 0.f, loss_scale_, ops::Exec{gpu_, "Adam"});
 }
 
 }  // namespace lockstep

@@ -6,9 +6,7 @@
 
 #include "optim/grad_clip.h"
 
-#ifdef LOCKSTEP_HAVE_CUDA
 #include "optim/loss_scaler.h"
-#endif
 
 namespace lockstep {
 
@@ -97,13 +95,11 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& param
   if (params.device().is_cuda()) {
     LS_CHECK(options.gpu != nullptr, "DistributedOptimizer: parameters on {} but no device context",
              params.device().str());
-#ifdef LOCKSTEP_HAVE_CUDA
     // On the GPU the clip factor is computed on the device, by the loss scaler's rule.
     LS_CHECK(options.max_grad_norm == 0.f ||
                  (options.loss_scaler && options.loss_scaler->config().max_grad_norm == options.max_grad_norm),
              "DistributedOptimizer: clipping on the GPU needs a LossScaler configured with max_grad_norm {}",
              options.max_grad_norm);
-#endif
     gpu_reducer_ = std::make_unique<GpuGradReducer>(
         *options.gpu, comm, options.nccl, params.grads(), std::move(plan),
         GpuGradReducer::Options{options.overlap, options.average, options.wire, options.timeout_s,
@@ -162,14 +158,12 @@ void DistributedOptimizer::step(float lr) {
   if (gpu_reducer_) {
     gpu_reducer_->finish();
     scale = gpu_reducer_->grad_scale();
-#ifdef LOCKSTEP_HAVE_CUDA
     if (options_.loss_scaler) {  // the inf/NaN check and the rule, on the compute stream after the average
       const OptimizerConfig& c = opt_.config();
       const bool adam = c.name != "sgd";
       options_.loss_scaler->step(params_.grads().data<float>(), params_.padded_numel(), lr, scale,
                                  adam ? c.beta1 : 0.f, adam ? c.beta2 : 0.f);
     }
-#endif
   } else {
     reducer_->finish();
     if (options_.max_grad_norm > 0.f) {  // stage 0: the same sum on every rank, no collective

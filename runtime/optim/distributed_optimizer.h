@@ -62,7 +62,7 @@
 
 namespace lockstep {
 
-class LossScaler;  // optim/loss_scaler.h (GPU builds)
+class LossScaler;  // optim/loss_scaler.h
 
 struct DistributedOptions {
   bool average = true;                          // false: sum the gradients

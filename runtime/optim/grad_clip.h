@@ -10,7 +10,7 @@
 // step state's grad_factor): clipping costs one read of the gradients and no
 // write.
 //
-// The host function here; the GPU's sum is optim/loss_scale_cuda.h's and the
+// The host function here; the GPU's sum is ops/update/loss_scale_cuda.h's and the
 // rule that applies it on the device optim/loss_scale_rule.h's.
 #pragma once
 

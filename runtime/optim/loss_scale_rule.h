@@ -1,5 +1,5 @@
 // Dynamic loss scaling for fp16 training: the state and the once-per-step
-// rule, shared by the GPU (one thread runs it, optim/loss_scale_cuda.cu) and
+// rule, shared by the GPU (one thread runs it, ops/update/loss_scale_cuda.cu) and
 // the host (unit tests; a plain header, no CUDA needed to include it).
 //
 // fp16 holds magnitudes from 6e-8 to 65504: small gradients flush to zero

@@ -1,14 +1,12 @@
-// LossScaler: device state, the queued check + rule, and the host's reads.
+// LossScaler: device state, the queued check + rule (ops/update/update.h),
+// and the host's reads.
 #include "optim/loss_scaler.h"
-
-#include <cuda_runtime_api.h>
 
 #include <cmath>
 
 #include "core/error.h"
-#include "cuda/check.h"
-#include "cuda/context.h"
-#include "optim/loss_scale_cuda.h"
+#include "ops/memory/memory.h"
+#include "ops/update/update.h"
 
 namespace lockstep {
 
@@ -21,30 +19,27 @@ LossScaler::LossScaler(cuda::Context& gpu, const LossScaleConfig& config) : gpu_
            config.backoff_factor);
   LS_CHECK_INPUT(config.max_grad_norm >= 0.f && std::isfinite(config.max_grad_norm),
                  "--clip-grad-norm {}: must be a finite number >= 0", config.max_grad_norm);
+  const std::shared_ptr<Allocator> alloc = ops::device_allocator(exec());
   if (config.max_grad_norm > 0.f)
-    partials_ = Tensor::zeros(Shape{kSumsqBlocks * static_cast<int64_t>(sizeof(double))}, DType::U8, gpu.allocator());
-  state_ = Tensor::zeros(Shape{static_cast<int64_t>(sizeof(LossScaleState))}, DType::U8, gpu.allocator());
+    partials_ = Tensor::zeros(Shape{ops::loss_scale_partials() * static_cast<int64_t>(sizeof(double))}, DType::U8,
+                              alloc);
+  state_ = Tensor::zeros(Shape{static_cast<int64_t>(sizeof(LossScaleState))}, DType::U8, alloc);
   restore(initial_loss_scale_state(config));
 }
 
 void LossScaler::step(const float* grads, int64_t n, float lr, float base_factor, float beta1, float beta2) {
-  if (config_.max_grad_norm > 0.f)  // the rule reads the sum; a non-finite one is the inf/NaN flag
-    grad_sumsq_cuda(n, grads, static_cast<double*>(partials_.raw_data()), state(), gpu_.raw_stream());
-  else if (config_.dynamic)
-    flag_nonfinite_cuda(n, grads, state(), gpu_.raw_stream());
-  loss_scale_step_cuda(state(), config_, lr, lr_dev_, base_factor, beta1, beta2, gpu_.raw_stream());
+  ops::loss_scale_step(grads, n, partials_.defined() ? static_cast<double*>(partials_.raw_data()) : nullptr, state(),
+                       config_, lr, lr_dev_, base_factor, beta1, beta2, exec());
 }
 
 LossScaleState LossScaler::read() const {
   LossScaleState s;
-  LS_CUDA_CHECK(cudaMemcpyAsync(&s, state(), sizeof s, cudaMemcpyDeviceToHost, gpu_.raw_stream()));
-  gpu_.synchronize();
+  ops::copy_to_host(&s, state(), sizeof s, state_.device(), exec());
   return s;
 }
 
 void LossScaler::restore(const LossScaleState& s) {
-  LS_CUDA_CHECK(cudaMemcpyAsync(state(), &s, sizeof s, cudaMemcpyHostToDevice, gpu_.raw_stream()));
-  gpu_.synchronize();  // `s` may be gone after we return
+  ops::copy_from_host(state(), &s, sizeof s, state_.device(), exec());  // waits: `s` may be gone after we return
 }
 
 }  // namespace lockstep

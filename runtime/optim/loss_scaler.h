@@ -6,11 +6,12 @@
 //   the optimizer kernels read state_dev(): skip, grad factor, Adam's scalars
 // All of it queued on the context's stream; read() is the only host wait
 // (the trainer calls it when it logs, and before a checkpoint).
-// GPU builds only.
+// Made with a device context (GPU runs only).
 #pragma once
 
 #include <cstdint>
 
+#include "ops/exec.h"
 #include "optim/loss_scale_rule.h"
 #include "tensor/tensor.h"
 
@@ -43,6 +44,7 @@ class LossScaler {
 
  private:
   LossScaleState* state() const { return static_cast<LossScaleState*>(state_.raw_data()); }
+  ops::Exec exec() const { return ops::Exec{&gpu_, "loss scaling"}; }
 
   cuda::Context& gpu_;
   LossScaleConfig config_;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "nn/device_util.h"
+#include "ops/memory/memory.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 
@@ -100,7 +100,7 @@ void Optimizer::shard(const std::vector<ElementRange>& owned) {
 void Optimizer::use_gpu(cuda::Context& gpu) {
   LS_CHECK(!sharded_, "Optimizer::use_gpu: a sharded optimizer stays on the host");
   LS_CHECK(params_.device().is_cuda(), "Optimizer::use_gpu: the parameters are on {}", params_.device().str());
-  const std::shared_ptr<Allocator> alloc = allocator_for(params_.device(), &gpu, "Optimizer");
+  const std::shared_ptr<Allocator> alloc = ops::allocator_for(params_.device(), ops::Exec{&gpu, "Optimizer"});
   for (auto& [name, t] : state()) *t = t->to(alloc);
   gpu_ = &gpu;
 }

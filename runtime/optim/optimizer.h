@@ -61,7 +61,7 @@ class Optimizer {
   // Elements of each state tensor: padded_numel, or the owned count when sharded.
   int64_t state_numel() const { return state_numel_; }
   // Parameters on a GPU: moves the state tensors to `gpu`'s device; updates
-  // then run as one fused kernel per range on its stream (optim/update_cuda.h).
+  // then run as one fused kernel per range on its stream (ops/update/update_cuda.h).
   void use_gpu(cuda::Context& gpu);
   // fp16 training (GPU): the update kernels read this device state each step
   // -- skip or apply, the gradient factor, Adam's bias corrections -- in place

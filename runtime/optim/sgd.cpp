@@ -1,10 +1,7 @@
 // SGD update, one pass over the flat buffers.
 #include "optim/sgd.h"
 
-#ifdef LOCKSTEP_HAVE_CUDA
-#include "cuda/context.h"
-#include "optim/update_cuda.h"
-#endif
+#include "ops/update/update.h"
 
 namespace lockstep {
 
@@ -28,27 +25,8 @@ void Sgd::update(int64_t begin, int64_t end, int64_t state_begin, float lr, floa
   float* p = params_.values().data<float>() + begin;
   const float* g = params_.grads().data<float>() + begin;
   const float wd = decay ? config_.weight_decay : 0.f, m = config_.momentum;
-#ifdef LOCKSTEP_HAVE_CUDA
-  if (gpu_) {
-    sgd_update_cuda(n, p, g, m == 0.f ? nullptr : momentum_.data<float>() + state_begin, lr, scale, wd, m,
-                    config_.nesterov, loss_scale_, gpu_->raw_stream());
-    return;
-  }
-#endif
-  if (m == 0.f) {
-#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
-    for (int64_t i = 0; i < n; ++i) p[i] -= lr * (scale * g[i] + wd * p[i]);
-    return;
-  }
-  float* buf = momentum_.data<float>() + state_begin;
-  const bool nesterov = config_.nesterov;
-#pragma omp parallel for simd schedule(static) if (n > (1 << 18))
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = scale * g[i] + wd * p[i];
-    const float b = m * buf[i] + gi;
-    buf[i] = b;
-    p[i] -= lr * (nesterov ? gi + m * b : b);
-  }
+  ops::sgd_update(n, p, g, m == 0.f ? nullptr : momentum_.data<float>() + state_begin, lr, scale, wd, m,
+                  config_.nesterov, loss_scale_, ops::Exec{gpu_, "SGD"});
 }
 
 }  // namespace lockstep

@@ -18,7 +18,7 @@
 #include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "core/rng.h"
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 #include "ops/simd_level.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include "bench_args.h"
 #include "core/blas_kernels.h"
 #include "core/cpu.h"
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 
 int main(int argc, char** argv) {
   using namespace lockstep;

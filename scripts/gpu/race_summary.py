@@ -1,7 +1,7 @@
 """What the convolution races of a scripts/gpu/check.sh run bought.
 
 lockstep's benchmark steps log at debug level, and with --cudnn-benchmark
-each convolution race (ops/conv2d_cuda.cu: cuDNN's legacy algorithm against
+each convolution race (ops/conv/conv2d_cuda.cu: cuDNN's legacy algorithm against
 its graph-API plans, per layer, direction and batch size) logs one line:
 
   conv2d (cuda) [N, C, H, W] -> [OC, OH, OW], kernel KxK stride S pad P, PREC[ nhwc], DIRECTION:

@@ -62,8 +62,8 @@
 #include "gpu_test_util.h"
 #include "nn/batchnorm.h"
 #include "nn/parameter_store.h"
-#include "ops/batchnorm.h"
-#include "ops/batchnorm_cuda.h"
+#include "ops/batchnorm/batchnorm_cpu.h"
+#include "ops/batchnorm/batchnorm_cuda.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
@@ -194,7 +194,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
     std::vector<double> sum_cpu(C);
     ops::batchnorm_sum_cpu(s, x.data(), sum_cpu.data());
     Tensor sum_ = device_zeros(Shape{s.c}, DType::F64);
-    ops::batchnorm_sum_cuda(ctx, s, x_.data<float>(), sum_.data<double>());
+    ops::batchnorm_sum_cuda(DType::F32, ctx, s, x_.data<float>(), sum_.data<double>());
     REQUIRE_PARITY_F64(download_f64(*this, sum_), sum_cpu, kSumTol);
 
     // centred sum of squares, both from the CPU's mean
@@ -204,7 +204,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
     ops::batchnorm_centered_sumsq_cpu(s, x.data(), mean.data(), m2_cpu.data());
     Tensor mean_ = upload(Shape{s.c}, mean), m2_ = device_zeros(Shape{s.c}, DType::F64);
     settle();
-    ops::batchnorm_centered_sumsq_cuda(ctx, s, x_.data<float>(), mean_.data<float>(), m2_.data<double>());
+    ops::batchnorm_centered_sumsq_cuda(DType::F32, ctx, s, x_.data<float>(), mean_.data<float>(), m2_.data<double>());
     REQUIRE_PARITY_F64(download_f64(*this, m2_), m2_cpu, kSumTol);
 
     for (int relu = 0; relu < 2; ++relu) {
@@ -215,7 +215,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
       ops::batchnorm_apply_cpu(s, x.data(), scale.data(), shift.data(), y_cpu.data(), relu);
       Tensor scale_ = upload(Shape{s.c}, scale), shift_ = upload(Shape{s.c}, shift), y_ = device_zeros(Shape{n});
       settle();
-      ops::batchnorm_apply_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(), y_.data<float>(),
+      ops::batchnorm_apply_cuda(DType::F32, s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(), y_.data<float>(),
                                 relu, ctx.raw_stream());
       LS_REQUIRE_PARITY(download(y_), y_cpu, kApplyTol);
 
@@ -228,7 +228,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
       Tensor yref_ = upload(Shape{n}, y_cpu), dy_ = upload(Shape{n}, dy);
       Tensor sdy_ = device_zeros(Shape{s.c}, DType::F64), sdyx_ = device_zeros(Shape{s.c}, DType::F64);
       settle();
-      ops::batchnorm_backward_reduce_cuda(ctx, s, x_.data<float>(), yref_.data<float>(), dy_.data<float>(), relu,
+      ops::batchnorm_backward_reduce_cuda(DType::F32, ctx, s, x_.data<float>(), yref_.data<float>(), dy_.data<float>(), relu,
                                           mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
       LS_REQUIRE_PARITY(download(dy_), dy_cpu, 0.0);
       check_backward_sums(*this, s, x, mean, dy_cpu, sdy_, sdyx_, sdy_cpu, sdyx_cpu);
@@ -240,7 +240,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
       Tensor a_ = upload(Shape{s.c}, a), b_ = upload(Shape{s.c}, b), d_ = upload(Shape{s.c}, d);
       Tensor dx_ = upload(Shape{n}, random_vector(n, ++seed));  // garbage: must be overwritten
       settle();
-      ops::batchnorm_backward_apply_cuda(s, x_.data<float>(), dy_.data<float>(), a_.data<float>(), b_.data<float>(),
+      ops::batchnorm_backward_apply_cuda(DType::F32, s, x_.data<float>(), dy_.data<float>(), a_.data<float>(), b_.data<float>(),
                                          d_.data<float>(), dx_.data<float>(), ctx.raw_stream());
       LS_REQUIRE_PARITY(download(dx_), dx_cpu, kApplyTol);
     }
@@ -253,11 +253,11 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device ops match the CPU ops", "[batchno
     Tensor scale_ = upload(Shape{s.c}, scale), shift_ = upload(Shape{s.c}, shift), r_ = upload(Shape{n}, r);
     Tensor y_ = upload(Shape{n}, random_vector(n, ++seed));  // garbage: must be overwritten
     settle();
-    ops::batchnorm_apply_add_relu_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(),
+    ops::batchnorm_apply_add_relu_cuda(DType::F32, s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(),
                                        r_.data<float>(), y_.data<float>(), ctx.raw_stream());
     const auto y_gpu = download(y_);
     LS_REQUIRE_PARITY(y_gpu, y_cpu, kApplyTol);
-    ops::batchnorm_apply_add_relu_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(),
+    ops::batchnorm_apply_add_relu_cuda(DType::F32, s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(),
                                        r_.data<float>(), r_.data<float>(), ctx.raw_stream());
     LS_REQUIRE_PARITY(download(r_), y_gpu, 0.0);  // in place: the same values
   }
@@ -280,7 +280,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
         std::vector<double> sum_cpu(C);
         ops::batchnorm_sum_cpu(s, x.data(), sum_cpu.data());
         Tensor sum_ = device_zeros(Shape{s.c}, DType::F64);
-        ops::batchnorm_sum_16_cuda(dt, ctx, s, x_.raw_data(), sum_.data<double>());
+        ops::batchnorm_sum_cuda(dt, ctx, s, x_.raw_data(), sum_.data<double>());
         REQUIRE_PARITY_F64(download_f64(*this, sum_), sum_cpu, kSumTol);
 
         // centred sum of squares, both from the CPU's mean
@@ -290,7 +290,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
         ops::batchnorm_centered_sumsq_cpu(s, x.data(), mean.data(), m2_cpu.data());
         Tensor mean_ = upload(Shape{s.c}, mean), m2_ = device_zeros(Shape{s.c}, DType::F64);
         settle();
-        ops::batchnorm_centered_sumsq_16_cuda(dt, ctx, s, x_.raw_data(), mean_.data<float>(), m2_.data<double>());
+        ops::batchnorm_centered_sumsq_cuda(dt, ctx, s, x_.raw_data(), mean_.data<float>(), m2_.data<double>());
         REQUIRE_PARITY_F64(download_f64(*this, m2_), m2_cpu, kSumTol);
 
         for (int relu = 0; relu < 2; ++relu) {
@@ -304,9 +304,9 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
           Tensor y_ = upload_16(*this, dt, bits_16(dt, random_vector(n, ++seed)));  // garbage: must be overwritten
           Tensor xy_ = upload_16(*this, dt, x16);
           settle();
-          ops::batchnorm_apply_16_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+          ops::batchnorm_apply_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
                                        y_.raw_data(), relu, ctx.raw_stream());
-          ops::batchnorm_apply_16_cuda(dt, s, xy_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+          ops::batchnorm_apply_cuda(dt, s, xy_.raw_data(), scale_.data<float>(), shift_.data<float>(),
                                        xy_.raw_data(), relu, ctx.raw_stream());
           const auto y_gpu = values_16(dt, download_16(*this, y_));
           LS_REQUIRE_PARITY(y_gpu, y_ref, out_tol);
@@ -324,7 +324,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
                                              sdy_cpu.data(), sdyx_cpu.data());
           Tensor yref_ = upload_16(*this, dt, yref16), dy_ = upload_16(*this, dt, dy16);
           Tensor sdy_ = device_zeros(Shape{s.c}, DType::F64), sdyx_ = device_zeros(Shape{s.c}, DType::F64);
-          ops::batchnorm_backward_reduce_16_cuda(dt, ctx, s, x_.raw_data(), yref_.raw_data(), dy_.raw_data(), relu,
+          ops::batchnorm_backward_reduce_cuda(dt, ctx, s, x_.raw_data(), yref_.raw_data(), dy_.raw_data(), relu,
                                                  mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
           LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dy_)), dy_cpu, 0.0);
           check_backward_sums(*this, s, x, mean, dy_cpu, sdy_, sdyx_, sdy_cpu, sdyx_cpu);
@@ -336,12 +336,12 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
           Tensor a_ = upload(Shape{s.c}, a), b_ = upload(Shape{s.c}, b), d_ = upload(Shape{s.c}, d);
           Tensor dx_ = upload_16(*this, dt, bits_16(dt, random_vector(n, ++seed)));  // garbage: must be overwritten
           settle();
-          ops::batchnorm_backward_apply_16_cuda(dt, s, x_.raw_data(), dy_.raw_data(), a_.data<float>(),
+          ops::batchnorm_backward_apply_cuda(dt, s, x_.raw_data(), dy_.raw_data(), a_.data<float>(),
                                                 b_.data<float>(), d_.data<float>(), dx_.raw_data(), ctx.raw_stream());
           const auto dx_gpu = values_16(dt, download_16(*this, dx_));
           LS_REQUIRE_PARITY(dx_gpu, rounded_16(dt, dx_cpu), out_tol);
           REQUIRE_16BIT_ROUNDING_OF(dt, dx_gpu, dx_cpu, kApplyTol);
-          ops::batchnorm_backward_apply_16_cuda(dt, s, x_.raw_data(), dy_.raw_data(), a_.data<float>(),
+          ops::batchnorm_backward_apply_cuda(dt, s, x_.raw_data(), dy_.raw_data(), a_.data<float>(),
                                                 b_.data<float>(), d_.data<float>(), dy_.raw_data(), ctx.raw_stream());
           LS_REQUIRE_PARITY(values_16(dt, download_16(*this, dy_)), dx_gpu, 0.0);  // in place: the same values
         }
@@ -358,12 +358,12 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm 16-bit device ops match the CPU ops on 1
         Tensor r_ = upload_16(*this, dt, r16);
         Tensor y_ = upload_16(*this, dt, bits_16(dt, random_vector(n, ++seed)));  // garbage: must be overwritten
         settle();
-        ops::batchnorm_apply_add_relu_16_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+        ops::batchnorm_apply_add_relu_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
                                               r_.raw_data(), y_.raw_data(), ctx.raw_stream());
         const auto y_gpu = values_16(dt, download_16(*this, y_));
         LS_REQUIRE_PARITY(y_gpu, rounded_16(dt, y_cpu), out_tol);
         REQUIRE_16BIT_ROUNDING_OF(dt, y_gpu, y_cpu, kApplyTol);
-        ops::batchnorm_apply_add_relu_16_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
+        ops::batchnorm_apply_add_relu_cuda(dt, s, x_.raw_data(), scale_.data<float>(), shift_.data<float>(),
                                               r_.raw_data(), r_.raw_data(), ctx.raw_stream());
         LS_REQUIRE_PARITY(values_16(dt, download_16(*this, r_)), y_gpu, 0.0);  // in place: the same values
       }
@@ -565,10 +565,10 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device pipeline matches the BatchNorm2d 
           Tensor x_ = upload(Shape{n}, x), y_ = device_zeros(Shape{n});
           settle();
           if (training) {
-            ops::batchnorm_sum_cuda(ctx, s, x_.data<float>(), sum_.data<double>());
+            ops::batchnorm_sum_cuda(DType::F32, ctx, s, x_.data<float>(), sum_.data<double>());
             ops::batchnorm_count_cuda(s, count_.data<double>(), st);
             ops::batchnorm_mean_cuda(C, sum_.data<double>(), count_.data<double>(), mean_.data<float>(), st);
-            ops::batchnorm_centered_sumsq_cuda(ctx, s, x_.data<float>(), mean_.data<float>(), m2_.data<double>());
+            ops::batchnorm_centered_sumsq_cuda(DType::F32, ctx, s, x_.data<float>(), mean_.data<float>(), m2_.data<double>());
             ops::batchnorm_finalize_stats_cuda(C, m2_.data<double>(), count_.data<double>(), mean_.data<float>(),
                                                gamma_.data<float>(), beta_.data<float>(), eps, momentum,
                                                invstd_.data<float>(), scale_.data<float>(), shift_.data<float>(),
@@ -578,7 +578,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device pipeline matches the BatchNorm2d 
                                            beta_.data<float>(), eps, mean_.data<float>(), invstd_.data<float>(),
                                            scale_.data<float>(), shift_.data<float>(), st);
           }
-          ops::batchnorm_apply_cuda(s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(), y_.data<float>(),
+          ops::batchnorm_apply_cuda(DType::F32, s, x_.data<float>(), scale_.data<float>(), shift_.data<float>(), y_.data<float>(),
                                     relu, st);
           LS_REQUIRE_PARITY(download(y_), yt.to_vector(), kLayerForwardTol);
           LS_REQUIRE_PARITY(download(rm_), rmean->value.to_vector(), kLayerForwardTol);
@@ -587,7 +587,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device pipeline matches the BatchNorm2d 
           // Backward; the device side masks with the CPU's y (same mask).
           Tensor yref_ = upload(Shape{n}, yt.to_vector()), dy_ = upload(Shape{n}, dy), dx_ = device_zeros(Shape{n});
           settle();
-          ops::batchnorm_backward_reduce_cuda(ctx, s, x_.data<float>(), yref_.data<float>(), dy_.data<float>(), relu,
+          ops::batchnorm_backward_reduce_cuda(DType::F32, ctx, s, x_.data<float>(), yref_.data<float>(), dy_.data<float>(), relu,
                                               mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
           ops::batchnorm_param_grads_cuda(C, sdy_.data<double>(), sdyx_.data<double>(), invstd_.data<float>(),
                                           dgamma_.data<float>(), dbeta_.data<float>(), accumulate, st);
@@ -595,7 +595,7 @@ TEST_CASE_METHOD(GpuFixture, "batchnorm device pipeline matches the BatchNorm2d 
                                               count_.data<double>(), mean_.data<float>(), invstd_.data<float>(),
                                               gamma_.data<float>(), a_.data<float>(), b_.data<float>(),
                                               d_.data<float>(), st);
-          ops::batchnorm_backward_apply_cuda(s, x_.data<float>(), dy_.data<float>(), a_.data<float>(),
+          ops::batchnorm_backward_apply_cuda(DType::F32, s, x_.data<float>(), dy_.data<float>(), a_.data<float>(),
                                              b_.data<float>(), d_.data<float>(), dx_.data<float>(), st);
           LS_REQUIRE_PARITY(download(dy_), dyt.to_vector(), 0.0);
           LS_REQUIRE_PARITY(download(dgamma_), weight->grad.to_vector(), kLayerBackwardTol);
@@ -649,17 +649,17 @@ TEST_CASE_METHOD(GpuFixture, "NHWC batchnorm reductions give the same bits 16 by
         Tensor sdy_ = device_zeros(Shape{s.c}, DType::F64), sdyx_ = device_zeros(Shape{s.c}, DType::F64);
         settle();
         if (dt == DType::F32) {
-          ops::batchnorm_sum_cuda(ctx, s, reinterpret_cast<const float*>(at(x_)), sum_.data<double>());
-          ops::batchnorm_centered_sumsq_cuda(ctx, s, reinterpret_cast<const float*>(at(x_)), mean_.data<float>(),
+          ops::batchnorm_sum_cuda(DType::F32, ctx, s, reinterpret_cast<const float*>(at(x_)), sum_.data<double>());
+          ops::batchnorm_centered_sumsq_cuda(DType::F32, ctx, s, reinterpret_cast<const float*>(at(x_)), mean_.data<float>(),
                                              m2_.data<double>());
-          ops::batchnorm_backward_reduce_cuda(ctx, s, reinterpret_cast<const float*>(at(x_)),
+          ops::batchnorm_backward_reduce_cuda(DType::F32, ctx, s, reinterpret_cast<const float*>(at(x_)),
                                               reinterpret_cast<const float*>(at(y_)),
                                               reinterpret_cast<float*>(at(dy_)), /*relu=*/true, mean_.data<float>(),
                                               sdy_.data<double>(), sdyx_.data<double>());
         } else {
-          ops::batchnorm_sum_16_cuda(dt, ctx, s, at(x_), sum_.data<double>());
-          ops::batchnorm_centered_sumsq_16_cuda(dt, ctx, s, at(x_), mean_.data<float>(), m2_.data<double>());
-          ops::batchnorm_backward_reduce_16_cuda(dt, ctx, s, at(x_), at(y_), at(dy_), /*relu=*/true,
+          ops::batchnorm_sum_cuda(dt, ctx, s, at(x_), sum_.data<double>());
+          ops::batchnorm_centered_sumsq_cuda(dt, ctx, s, at(x_), mean_.data<float>(), m2_.data<double>());
+          ops::batchnorm_backward_reduce_cuda(dt, ctx, s, at(x_), at(y_), at(dy_), /*relu=*/true,
                                                  mean_.data<float>(), sdy_.data<double>(), sdyx_.data<double>());
         }
         Sums r{download_f64(*this, sum_), download_f64(*this, m2_), download_f64(*this, sdy_),

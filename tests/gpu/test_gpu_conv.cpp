@@ -60,8 +60,8 @@
 
 #include "cuda/check.h"
 #include "gpu_test_util.h"
-#include "ops/conv2d.h"
-#include "ops/conv2d_cuda.h"
+#include "ops/conv/conv2d_cpu.h"
+#include "ops/conv/conv2d_cuda.h"
 #include "tensor/layout.h"
 
 using namespace lockstep;
@@ -161,7 +161,7 @@ void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Co
                    bool accumulate, bool with_dx, uint64_t seed, Layout layout = Layout::NCHW) {
   const Sizes z = sizes(s);
   // Timed choices (ConvSearch::Benchmark) may also take graph-API engines that
-  // round partial sums (ops/conv_plan.h): the any-algorithm bounds.
+  // round partial sums (ops/conv/conv_plan.h): the any-algorithm bounds.
   const bool any = !f.ctx.conv_policy().deterministic || f.ctx.conv_policy().search == cuda::ConvSearch::Benchmark;
   const double out_tol = dt == DType::BF16 ? (any ? kBf16AnyAlgoTol : kBf16OutTol)
                                            : (any ? kF16AnyAlgoTol : kF16OutTol);
@@ -189,8 +189,8 @@ void check_case_16(GpuFixture& f, DType dt, ops::Conv2dCuda& conv, const ops::Co
          dx_ = upload_16(f, dt, to_layout(dx016, s, true, layout));
   Tensor dw_ = f.upload(Shape{z.w}, dw0), db_ = f.upload(Shape{s.oc}, db0);
   settle();
-  conv.forward_16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
-  conv.backward_16(f.ctx, s.n, x_.raw_data(), w_.raw_data(), yref_.raw_data(), dy_.raw_data(),
+  conv.forward(f.ctx, s.n, x_.raw_data(), w_.raw_data(), bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
+  conv.backward(f.ctx, s.n, x_.raw_data(), w_.raw_data(), yref_.raw_data(), dy_.raw_data(),
                    with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(), bias ? db_.data<float>() : nullptr,
                    accumulate, relu);
   LS_REQUIRE_PARITY(values_16(dt, from_layout(download_16(f, y_), s, false, layout)), y_cpu, out_tol);
@@ -245,12 +245,6 @@ TEST_CASE_METHOD(GpuFixture, "conv2d 16-bit forward and backward match the CPU o
       CHECK(algos.benchmarked == (pc.policy.search == cuda::ConvSearch::Benchmark));
     }
   }
-  // The precisions' entry points are not interchangeable.
-  const ops::Conv2dShape s = make_shape(kCases[0]);
-  ops::Conv2dCuda f32(s.oc, s.g), b16(s.oc, s.g, ops::ConvData::BF16), h16(s.oc, s.g, ops::ConvData::F16);
-  CHECK_THROWS(f32.forward_16(ctx, s.n, nullptr, nullptr, nullptr, nullptr, false));
-  CHECK_THROWS(b16.forward(ctx, s.n, nullptr, nullptr, nullptr, nullptr, false));
-  CHECK_THROWS(h16.backward(ctx, s.n, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, false, false));
 }
 
 TEST_CASE_METHOD(GpuFixture, "conv2d forward and backward match the CPU", "[conv]") {

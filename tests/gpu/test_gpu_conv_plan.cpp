@@ -1,4 +1,4 @@
-// ConvPlan (ops/conv_plan.h): the candidate plans cuDNN's graph API offers
+// ConvPlan (ops/conv/conv_plan.h): the candidate plans cuDNN's graph API offers
 // for a convolution (the first 16, twice what the race takes) -- forward,
 // backward data and backward filter; bf16, fp16 and fp32 -- are checked
 // against the CPU's result on the same inputs (16-bit rounded), in NCHW and
@@ -6,9 +6,9 @@
 // rules themselves (determinism, the workspace limit) hold for every
 // candidate; the race inside Conv2dCuda (ConvSearch::Benchmark) keeps the
 // parity of y, dx and dw whichever side wins each direction; and the race's
-// device-side measure (ops/disagreement_cuda.h) equals the host one.
+// device-side measure (ops/disagreement/disagreement_cuda.h) equals the host one.
 //
-// Bounds, in ops/disagreement.h's measure against the CPU: every 16-bit
+// Bounds, in ops/disagreement/disagreement.h's measure against the CPU: every 16-bit
 // candidate within 4 x disagreement_bound_16 (bf16 2^-4, fp16 2^-7), so each
 // computes the convolution (an indexing error is off by O(1) on this scale);
 // every fp32 candidate within 2 x disagreement_bound_f32 (2.4e-4): room for
@@ -37,11 +37,11 @@
 
 #include "cuda/check.h"
 #include "gpu_test_util.h"
-#include "ops/conv2d.h"
-#include "ops/conv2d_cuda.h"
-#include "ops/conv_plan.h"
-#include "ops/disagreement.h"
-#include "ops/disagreement_cuda.h"
+#include "ops/conv/conv2d_cpu.h"
+#include "ops/conv/conv2d_cuda.h"
+#include "ops/conv/conv_plan.h"
+#include "ops/disagreement/disagreement.h"
+#include "ops/disagreement/disagreement_cuda.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
@@ -83,7 +83,7 @@ std::vector<float> to_host(GpuFixture& f, const Tensor& t) {
 cudnnDataType_t cudnn_type(DType dt) {
   return dt == DType::BF16 ? CUDNN_DATA_BFLOAT16 : dt == DType::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 }
-// The race's admission bound for dt (ops/disagreement.h).
+// The race's admission bound for dt (ops/disagreement/disagreement.h).
 double race_bound(DType dt) {
   return dt == DType::F32 ? ops::disagreement_bound_f32() : ops::disagreement_bound_16(dt == DType::BF16);
 }
@@ -217,8 +217,8 @@ TEST_CASE_METHOD(GpuFixture, "conv2d after the timed races matches the CPU and r
           conv.backward(ctx, s.n, x_.data<float>(), w_.data<float>(), nullptr, dy_.data<float>(),
                         dx_.data<float>(), dw_.data<float>(), nullptr, /*accumulate=*/false, /*relu=*/false);
         } else {
-          conv.forward_16(ctx, s.n, x_.raw_data(), w_.raw_data(), nullptr, y_.raw_data(), /*relu=*/false);
-          conv.backward_16(ctx, s.n, x_.raw_data(), w_.raw_data(), nullptr, dy_.raw_data(), dx_.raw_data(),
+          conv.forward(ctx, s.n, x_.raw_data(), w_.raw_data(), nullptr, y_.raw_data(), /*relu=*/false);
+          conv.backward(ctx, s.n, x_.raw_data(), w_.raw_data(), nullptr, dy_.raw_data(), dx_.raw_data(),
                            dw_.data<float>(), nullptr, /*accumulate=*/false, /*relu=*/false);
         }
         auto y = to_host(*this, y_), dx = to_host(*this, dx_);
@@ -270,7 +270,7 @@ TEST_CASE_METHOD(GpuFixture, "conv2d after the timed races matches the CPU and r
     }
 }
 
-// The race's device-side measure against ops/disagreement.h on the host, on
+// The race's device-side measure against ops/disagreement/disagreement.h on the host, on
 // data the conversions keep exact (16-bit values widened; fp32 as is): equal
 // to rounding of the final division, and the same conventions for NaN, inf,
 // zeros and the empty case.

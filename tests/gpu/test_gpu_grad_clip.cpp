@@ -1,5 +1,5 @@
 // Gradient clipping on the GPU (--clip-grad-norm): the device's fixed-order
-// sum of squares (optim/loss_scale_cuda.h) against the host's, and updates
+// sum of squares (ops/update/loss_scale_cuda.h) against the host's, and updates
 // through the DistributedOptimizer and the loss scaler's rule against the
 // CPU's DistributedOptimizer clipping the same gradients (world of one).
 // fp32 with a fixed scale of 1, and fp16's dynamic scale (the GPU gets S
@@ -13,7 +13,7 @@
 #include "gpu_test_util.h"
 #include "optim/distributed_optimizer.h"
 #include "optim/grad_clip.h"
-#include "optim/loss_scale_cuda.h"
+#include "ops/update/loss_scale_cuda.h"
 #include "optim/loss_scaler.h"
 #include "registry.h"
 

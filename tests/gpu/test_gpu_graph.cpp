@@ -16,8 +16,8 @@
 #include "cuda/graph.h"
 #include "gpu_test_util.h"
 #include "nn/loss.h"
-#include "ops/elementwise.h"
-#include "ops/elementwise_cuda.h"
+#include "ops/elementwise/elementwise_cpu.h"
+#include "ops/elementwise/elementwise_cuda.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
 #include "registry.h"
@@ -49,8 +49,8 @@ TEST_CASE_METHOD(GpuFixture, "a captured CUDA graph replays the eager work", "[g
   ctx.synchronize();
   auto work = [&](Tensor& x, Tensor& y) {
     ops::scale_cuda(n, 1.5f, x.data<float>(), ctx.raw_stream());
-    ops::add_inplace_cuda(n, x.data<float>(), y.data<float>(), ctx.raw_stream());
-    ops::relu_forward_cuda(n, y.data<float>(), y.data<float>(), ctx.raw_stream());
+    ops::add_inplace_cuda(DType::F32, n, x.data<float>(), y.data<float>(), ctx.raw_stream());
+    ops::relu_forward_cuda(DType::F32, n, y.data<float>(), y.data<float>(), ctx.raw_stream());
   };
   const cuda::CudaGraph g = cuda::CudaGraph::capture(ctx.stream(), [&] { work(xg, yg); });
   REQUIRE(g.valid());
@@ -91,7 +91,7 @@ TEST_CASE_METHOD(GpuFixture, "dropout keyed by a device step counter draws the h
   const ops::DeviceDropoutKey dk{seed, stream_id, step.data<int64_t>()};
   // `key` 0 is ignored when dk.step is set.
   const cuda::CudaGraph g = cuda::CudaGraph::capture(ctx.stream(), [&] {
-    ops::dropout_forward_cuda(rows, row_len, 5, 0, p, xd.data<float>(), yd.data<float>(), mask.data<uint8_t>(),
+    ops::dropout_forward_cuda(DType::F32, rows, row_len, 5, 0, p, xd.data<float>(), yd.data<float>(), mask.data<uint8_t>(),
                               ctx.raw_stream(), dk);
   });
   for (int64_t s : {int64_t{0}, int64_t{7}, int64_t{123456789}}) {

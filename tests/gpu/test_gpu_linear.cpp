@@ -27,8 +27,8 @@
 
 #include "cuda/check.h"
 #include "gpu_test_util.h"
-#include "ops/linear.h"
-#include "ops/linear_cuda.h"
+#include "ops/linear/linear_cpu.h"
+#include "ops/linear/linear_cuda.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
@@ -81,9 +81,9 @@ TEST_CASE_METHOD(GpuFixture, "linear fp32 forward and backward match the CPU", "
             Tensor y_ = device_zeros(Shape{B, out}), yref_ = upload(Shape{B, out}, y_cpu),
                    dy_ = upload(Shape{B, out}, dy0);
             settle();
-            ops::linear_forward_cuda(ctx, B, in, out, x_.data<float>(), w_.data<float>(),
+            ops::linear_forward_cuda(DType::F32, ctx, B, in, out, x_.data<float>(), w_.data<float>(),
                                      bias ? b_.data<float>() : nullptr, y_.data<float>(), relu);
-            ops::linear_backward_cuda(ctx, B, in, out, x_.data<float>(), w_.data<float>(), yref_.data<float>(),
+            ops::linear_backward_cuda(DType::F32, ctx, B, in, out, x_.data<float>(), w_.data<float>(), yref_.data<float>(),
                                       dy_.data<float>(), with_dx ? dx_.data<float>() : nullptr, dw_.data<float>(),
                                       bias ? db_.data<float>() : nullptr, accumulate, relu);
             LS_REQUIRE_PARITY(download(y_), y_cpu, kForwardTol);
@@ -100,7 +100,7 @@ TEST_CASE_METHOD(GpuFixture, "linear fp32 backward with an empty batch zeroes or
   for (int accumulate = 0; accumulate < 2; ++accumulate) {
     Tensor w_ = upload(Shape{out, in}, w), dw_ = upload(Shape{out, in}, dw0), db_ = upload(Shape{out}, db0);
     settle();
-    ops::linear_backward_cuda(ctx, 0, in, out, nullptr, w_.data<float>(), nullptr, nullptr, nullptr,
+    ops::linear_backward_cuda(DType::F32, ctx, 0, in, out, nullptr, w_.data<float>(), nullptr, nullptr, nullptr,
                               dw_.data<float>(), db_.data<float>(), accumulate, false);
     CHECK(download(dw_) == (accumulate ? dw0 : std::vector<float>(dw0.size(), 0.f)));
     CHECK(download(db_) == (accumulate ? db0 : std::vector<float>(db0.size(), 0.f)));
@@ -133,7 +133,7 @@ TEST_CASE_METHOD(GpuFixture, "linear 16-bit forward and backward match the CPU o
             Tensor x_ = upload_16(*this, dt, x16), w_ = upload_16(*this, dt, w16), b_ = upload(Shape{out}, b);
             Tensor y_ = device_zeros(Shape{B * out}, dt);
             settle();
-            ops::linear_forward_16_cuda(dt, ctx, B, in, out, x_.raw_data(), w_.raw_data(),
+            ops::linear_forward_cuda(dt, ctx, B, in, out, x_.raw_data(), w_.raw_data(),
                                         bias ? b_.data<float>() : nullptr, y_.raw_data(), relu);
             LS_REQUIRE_PARITY(values_16(dt, download_16(*this, y_)), y_cpu, out_tol);
 
@@ -149,7 +149,7 @@ TEST_CASE_METHOD(GpuFixture, "linear 16-bit forward and backward match the CPU o
             Tensor dx_ = device_zeros(Shape{B * in}, dt);
             Tensor dw_ = upload(Shape{out, in}, dw0), db_ = upload(Shape{out}, db0);
             settle();
-            ops::linear_backward_16_cuda(dt, ctx, B, in, out, x_.raw_data(), w_.raw_data(), yref_.raw_data(),
+            ops::linear_backward_cuda(dt, ctx, B, in, out, x_.raw_data(), w_.raw_data(), yref_.raw_data(),
                                          dy_.raw_data(), with_dx ? dx_.raw_data() : nullptr, dw_.data<float>(),
                                          bias ? db_.data<float>() : nullptr, accumulate, relu);
             // The mask only zeroes 16-bit values: exact.

@@ -4,7 +4,7 @@
 //
 // Gradients here are set directly (no model forward): the GPU gets S times
 // the CPU's, S a power of two, so unscaling is exact and the updates differ
-// only by the fused multiply-adds of the GPU kernels (optim/update_cuda.h):
+// only by the fused multiply-adds of the GPU kernels (ops/update/update_cuda.h):
 // parameters and optimizer state within 1e-6 relative. A skipped step must
 // leave parameters and state bitwise unchanged.
 #include <catch2/catch.hpp>
@@ -19,7 +19,7 @@
 #include "comm/communicator.h"
 #include "gpu_test_util.h"
 #include "optim/distributed_optimizer.h"
-#include "optim/loss_scale_cuda.h"
+#include "ops/update/loss_scale_cuda.h"
 #include "optim/loss_scaler.h"
 #include "optim/optimizer.h"
 #include "registry.h"

@@ -1,4 +1,4 @@
-// GPU optimizer updates (optim/update_cuda.h) against the CPU optimizers: the
+// GPU optimizer updates (ops/update/update_cuda.h) against the CPU optimizers: the
 // same ParameterStore layout and gradients stepped by Sgd/Adam on the host and
 // by sgd_update_cuda/adam_update_cuda on the device, range by range (decay
 // on/off ranges too), for several steps with a changing learning rate and a
@@ -21,7 +21,7 @@
 #include "cuda/check.h"
 #include "gpu_test_util.h"
 #include "optim/optimizer.h"
-#include "optim/update_cuda.h"
+#include "ops/update/update_cuda.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
@@ -123,7 +123,7 @@ void compare_sgd(GpuFixture& f, float momentum, bool nesterov, float weight_deca
               // The scalars as Sgd::update computes them.
               const float wd = r.decay ? c.weight_decay : 0.f, m = c.momentum;
               float* buf = m == 0.f ? nullptr : state.at(0).data<float>() + r.begin;
-              sgd_update_cuda(r.end - r.begin, p.data<float>() + r.begin, g.data<float>() + r.begin, buf, lr,
+              ops::sgd_update_cuda(r.end - r.begin, p.data<float>() + r.begin, g.data<float>() + r.begin, buf, lr,
                               kGradScale, wd, m, c.nesterov, nullptr, s);
             });
 }
@@ -146,9 +146,10 @@ void compare_adam(GpuFixture& f, const std::string& name, float weight_decay) {
               const float wd = r.decay ? c.weight_decay : 0.f;
               const float l2 = decoupled ? 0.f : wd;
               const float shrink = decoupled ? 1.f - lr * wd : 1.f;
-              adam_update_cuda(r.end - r.begin, p.data<float>() + r.begin, g.data<float>() + r.begin,
-                               state.at(0).data<float>() + r.begin, state.at(1).data<float>() + r.begin, step_size,
-                               inv_sqrt_bc2, kGradScale, b1, b2, c.eps, l2, shrink, 0.f, nullptr, s);
+              const ops::AdamScalars a{step_size, inv_sqrt_bc2, kGradScale, b1, b2, c.eps, l2, shrink};
+              ops::adam_update_cuda(r.end - r.begin, p.data<float>() + r.begin, g.data<float>() + r.begin,
+                                    state.at(0).data<float>() + r.begin, state.at(1).data<float>() + r.begin, a,
+                                    0.f, nullptr, s);
             });
 }
 
@@ -170,11 +171,11 @@ TEST_CASE_METHOD(GpuFixture, "GPU Adam update matches Adam and AdamW", "[optim]"
 
 TEST_CASE_METHOD(GpuFixture, "GPU optimizer updates accept n = 0 and refuse momentum without a buffer", "[optim]") {
   const cudaStream_t s = ctx.raw_stream();
-  sgd_update_cuda(0, nullptr, nullptr, nullptr, 0.1f, 1.f, 0.f, 0.9f, false, nullptr, s);
-  adam_update_cuda(0, nullptr, nullptr, nullptr, nullptr, 1e-3f, 1.f, 1.f, 0.9f, 0.999f, 1e-8f, 0.f, 1.f, 0.f, nullptr,
-                   s);
+  ops::sgd_update_cuda(0, nullptr, nullptr, nullptr, 0.1f, 1.f, 0.f, 0.9f, false, nullptr, s);
+  ops::adam_update_cuda(0, nullptr, nullptr, nullptr, nullptr, ops::AdamScalars{1e-3f, 1.f, 1.f, 0.9f, 0.999f, 1e-8f, 0.f, 1.f},
+                        0.f, nullptr, s);
   Tensor p = device_zeros(Shape{4}), g = device_zeros(Shape{4});
-  CHECK_THROWS_AS(sgd_update_cuda(4, p.data<float>(), g.data<float>(), nullptr, 0.1f, 1.f, 0.f, 0.9f, false, nullptr, s),
+  CHECK_THROWS_AS(ops::sgd_update_cuda(4, p.data<float>(), g.data<float>(), nullptr, 0.1f, 1.f, 0.f, 0.9f, false, nullptr, s),
                   Error);
   ctx.synchronize();
   LS_CUDA_CHECK(cudaGetLastError());

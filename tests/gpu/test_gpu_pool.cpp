@@ -10,7 +10,7 @@
 // padding check the tie-breaking (first maximum in window order) and that
 // padding never wins.
 //
-// 16-bit variants (*_16_cuda; each case runs for DType::BF16 and DType::F16):
+// 16-bit data (dt first; each case runs for DType::BF16 and DType::F16):
 // inputs are random values rounded to dt and uploaded as dt; the reference is
 // the CPU op on the same values widened to fp32, rounded to dt (rounded_16).
 // The GPU widens exactly, evaluates the fp32 variant's expressions in the same
@@ -43,7 +43,7 @@
 // compared exactly too (fp32 and 16-bit), since there each GPU thread adds its
 // channel's hw values in position order in double, the CPU's exact sum, where
 // the NCHW kernel's warp sums in another order.
-// Layout transposes (ops/layout_cuda.h): pure copies, compared bitwise (F32:
+// Layout transposes (ops/layout/layout_cuda.h): pure copies, compared bitwise (F32:
 // with the CPU transposes; BF16 / F16: with a host transpose of the 16-bit bit
 // patterns), on shapes with partial 32x32 tiles, more than 65535 items (the
 // grid's item loop) and special values (NaN payloads, -0, infinities).
@@ -59,10 +59,10 @@
 
 #include "cuda/check.h"
 #include "gpu_test_util.h"
-#include "ops/layout.h"
-#include "ops/layout_cuda.h"
-#include "ops/pool2d.h"
-#include "ops/pool2d_cuda.h"
+#include "ops/layout/layout_cpu.h"
+#include "ops/layout/layout_cuda.h"
+#include "ops/pool/pool2d_cpu.h"
+#include "ops/pool/pool2d_cuda.h"
 
 using namespace lockstep;
 using namespace lockstep::testing;
@@ -138,8 +138,8 @@ TEST_CASE_METHOD(GpuFixture, "maxpool2d forward and backward match the CPU exact
       Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny}), am_ = device_zeros(Shape{ny}, DType::I32);
       Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, dx0);  // dx starts as garbage
       settle();
-      ops::maxpool2d_forward_cuda(s, x_.data<float>(), y_.data<float>(), am_.data<int32_t>(), ctx.raw_stream());
-      ops::maxpool2d_backward_cuda(s, dy_.data<float>(), am_.data<int32_t>(), dx_.data<float>(), ctx.raw_stream());
+      ops::maxpool2d_forward_cuda(DType::F32, s, x_.data<float>(), y_.data<float>(), am_.data<int32_t>(), ctx.raw_stream());
+      ops::maxpool2d_backward_cuda(DType::F32, s, dy_.data<float>(), am_.data<int32_t>(), dx_.data<float>(), ctx.raw_stream());
       LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);
       CHECK(download_i32(*this, am_) == am_cpu);
       LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);
@@ -174,8 +174,8 @@ TEST_CASE_METHOD(GpuFixture, "avgpool2d forward and backward match the CPU exact
     Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny});
     Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, dx0);  // dx starts as garbage
     settle();
-    ops::avgpool2d_forward_cuda(s, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
-    ops::avgpool2d_backward_cuda(s, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
+    ops::avgpool2d_forward_cuda(DType::F32, s, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
+    ops::avgpool2d_backward_cuda(DType::F32, s, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
     LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);
     LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);
   }
@@ -197,8 +197,8 @@ TEST_CASE_METHOD(GpuFixture, "global average pooling matches the CPU", "[pool]")
     Tensor x_ = upload(Shape{c.planes * c.hw}, x), y_ = device_zeros(Shape{c.planes});
     Tensor dy_ = upload(Shape{c.planes}, dy), dx_ = upload(Shape{c.planes * c.hw}, random_vector(c.planes * c.hw, 1));
     settle();
-    ops::global_avgpool_forward_cuda(c.planes, c.hw, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
-    ops::global_avgpool_backward_cuda(c.planes, c.hw, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
+    ops::global_avgpool_forward_cuda(DType::F32, c.planes, c.hw, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
+    ops::global_avgpool_backward_cuda(DType::F32, c.planes, c.hw, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
     LS_REQUIRE_PARITY(download(y_), y_cpu, 1e-6);
     LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);  // dy * (1/hw) in fp32, as on the CPU
   }
@@ -237,8 +237,8 @@ TEST_CASE_METHOD(GpuFixture, "maxpool2d 16-bit forward and backward match the CP
         Tensor am_ = device_zeros(Shape{ny}, DType::I32);
         Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
         settle();
-        ops::maxpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), am_.data<int32_t>(), ctx.raw_stream());
-        ops::maxpool2d_backward_16_cuda(dt, s, dy_.raw_data(), am_.data<int32_t>(), dx_.raw_data(),
+        ops::maxpool2d_forward_cuda(dt, s, x_.raw_data(), y_.raw_data(), am_.data<int32_t>(), ctx.raw_stream());
+        ops::maxpool2d_backward_cuda(dt, s, dy_.raw_data(), am_.data<int32_t>(), dx_.raw_data(),
                                         ctx.raw_stream());
         const auto y_gpu = download_16_values(*this, dt, y_);
         LS_REQUIRE_PARITY(y_gpu, rounded_16(dt, y_cpu), 0.0);  // y_cpu holds input values: rounding is a no-op
@@ -271,8 +271,8 @@ TEST_CASE_METHOD(GpuFixture, "avgpool2d 16-bit forward and backward match the CP
       Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt);
       Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
       settle();
-      ops::avgpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
-      ops::avgpool2d_backward_16_cuda(dt, s, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
+      ops::avgpool2d_forward_cuda(dt, s, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::avgpool2d_backward_cuda(dt, s, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
       LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), 0.0);
       LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
     }
@@ -301,8 +301,8 @@ TEST_CASE_METHOD(GpuFixture, "global average pooling 16-bit matches the CPU on 1
       Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{c.planes}, dt);
       Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, bits_16(dt, random_vector(n, 1)));
       settle();
-      ops::global_avgpool_forward_16_cuda(dt, c.planes, c.hw, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
-      ops::global_avgpool_backward_16_cuda(dt, c.planes, c.hw, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
+      ops::global_avgpool_forward_cuda(dt, c.planes, c.hw, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::global_avgpool_backward_cuda(dt, c.planes, c.hw, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
       LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), one_ulp);
       // dy * (1/hw) in fp32, as on the CPU, rounded once.
       LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
@@ -315,29 +315,29 @@ TEST_CASE_METHOD(GpuFixture, "pooling 16-bit accepts zero planes", "[pool]") {
   const cudaStream_t st = ctx.raw_stream();
   for (const DType dt : k16BitTypes) {
     INFO(dtype_name(dt));
-    ops::maxpool2d_forward_16_cuda(dt, s, nullptr, nullptr, nullptr, st);
-    ops::maxpool2d_backward_16_cuda(dt, s, nullptr, nullptr, nullptr, st);
-    ops::avgpool2d_forward_16_cuda(dt, s, nullptr, nullptr, st);
-    ops::avgpool2d_backward_16_cuda(dt, s, nullptr, nullptr, st);
-    ops::global_avgpool_forward_16_cuda(dt, 0, 49, nullptr, nullptr, st);
-    ops::global_avgpool_backward_16_cuda(dt, 0, 49, nullptr, nullptr, st);
+    ops::maxpool2d_forward_cuda(dt, s, nullptr, nullptr, nullptr, st);
+    ops::maxpool2d_backward_cuda(dt, s, nullptr, nullptr, nullptr, st);
+    ops::avgpool2d_forward_cuda(dt, s, nullptr, nullptr, st);
+    ops::avgpool2d_backward_cuda(dt, s, nullptr, nullptr, st);
+    ops::global_avgpool_forward_cuda(dt, 0, 49, nullptr, nullptr, st);
+    ops::global_avgpool_backward_cuda(dt, 0, 49, nullptr, nullptr, st);
   }
   ctx.synchronize();
   LS_CUDA_CHECK(cudaGetLastError());
 }
 
-TEST_CASE_METHOD(GpuFixture, "pooling 16-bit rejects types other than BF16 and F16", "[pool]") {
+TEST_CASE_METHOD(GpuFixture, "pooling rejects types other than F32, BF16 and F16", "[pool]") {
   // dt is checked before the shape, so zero planes and null pointers suffice; nothing is launched.
   const ops::Pool2dShape s = make_shape({0, 8, 8, 2, 2, 0});
   const cudaStream_t st = ctx.raw_stream();
-  for (const DType dt : {DType::F32, DType::F64, DType::I32, DType::U8}) {
+  for (const DType dt : {DType::F64, DType::I32, DType::U8}) {
     INFO(dtype_name(dt));
-    REQUIRE_THROWS(ops::maxpool2d_forward_16_cuda(dt, s, nullptr, nullptr, nullptr, st));
-    REQUIRE_THROWS(ops::maxpool2d_backward_16_cuda(dt, s, nullptr, nullptr, nullptr, st));
-    REQUIRE_THROWS(ops::avgpool2d_forward_16_cuda(dt, s, nullptr, nullptr, st));
-    REQUIRE_THROWS(ops::avgpool2d_backward_16_cuda(dt, s, nullptr, nullptr, st));
-    REQUIRE_THROWS(ops::global_avgpool_forward_16_cuda(dt, 0, 49, nullptr, nullptr, st));
-    REQUIRE_THROWS(ops::global_avgpool_backward_16_cuda(dt, 0, 49, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::maxpool2d_forward_cuda(dt, s, nullptr, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::maxpool2d_backward_cuda(dt, s, nullptr, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::avgpool2d_forward_cuda(dt, s, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::avgpool2d_backward_cuda(dt, s, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::global_avgpool_forward_cuda(dt, 0, 49, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::global_avgpool_backward_cuda(dt, 0, 49, nullptr, nullptr, st));
   }
 }
 
@@ -401,8 +401,8 @@ TEST_CASE_METHOD(GpuFixture, "NHWC maxpool2d forward and backward match the CPU 
       Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny}), am_ = device_i32(*this, ny);
       Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, dx0);  // dx starts as garbage
       settle();
-      ops::maxpool2d_forward_cuda(s, x_.data<float>(), y_.data<float>(), am_.data<int32_t>(), ctx.raw_stream());
-      ops::maxpool2d_backward_cuda(s, dy_.data<float>(), am_.data<int32_t>(), dx_.data<float>(), ctx.raw_stream());
+      ops::maxpool2d_forward_cuda(DType::F32, s, x_.data<float>(), y_.data<float>(), am_.data<int32_t>(), ctx.raw_stream());
+      ops::maxpool2d_backward_cuda(DType::F32, s, dy_.data<float>(), am_.data<int32_t>(), dx_.data<float>(), ctx.raw_stream());
       LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);
       CHECK(download_i32(*this, am_) == am_cpu);
       LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);
@@ -433,8 +433,8 @@ TEST_CASE_METHOD(GpuFixture, "NHWC maxpool2d 16-bit forward and backward match t
         Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt), am_ = device_i32(*this, ny);
         Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
         settle();
-        ops::maxpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), am_.data<int32_t>(), ctx.raw_stream());
-        ops::maxpool2d_backward_16_cuda(dt, s, dy_.raw_data(), am_.data<int32_t>(), dx_.raw_data(),
+        ops::maxpool2d_forward_cuda(dt, s, x_.raw_data(), y_.raw_data(), am_.data<int32_t>(), ctx.raw_stream());
+        ops::maxpool2d_backward_cuda(dt, s, dy_.raw_data(), am_.data<int32_t>(), dx_.raw_data(),
                                         ctx.raw_stream());
         const auto y_gpu = download_16_values(*this, dt, y_);
         LS_REQUIRE_PARITY(y_gpu, rounded_16(dt, y_cpu), 0.0);
@@ -461,8 +461,8 @@ TEST_CASE_METHOD(GpuFixture, "NHWC avgpool2d forward and backward match the CPU 
     Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny});
     Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, dx0);  // dx starts as garbage
     settle();
-    ops::avgpool2d_forward_cuda(s, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
-    ops::avgpool2d_backward_cuda(s, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
+    ops::avgpool2d_forward_cuda(DType::F32, s, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
+    ops::avgpool2d_backward_cuda(DType::F32, s, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
     LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);
     LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);
   }
@@ -488,8 +488,8 @@ TEST_CASE_METHOD(GpuFixture, "NHWC avgpool2d 16-bit forward and backward match t
       Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt);
       Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, dx0_16);  // dx starts as garbage
       settle();
-      ops::avgpool2d_forward_16_cuda(dt, s, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
-      ops::avgpool2d_backward_16_cuda(dt, s, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
+      ops::avgpool2d_forward_cuda(dt, s, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::avgpool2d_backward_cuda(dt, s, dy_.raw_data(), dx_.raw_data(), ctx.raw_stream());
       LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), 0.0);
       LS_REQUIRE_PARITY(download_16_values(*this, dt, dx_), rounded_16(dt, dx_cpu), 0.0);
     }
@@ -516,8 +516,8 @@ TEST_CASE_METHOD(GpuFixture, "NHWC global average pooling matches the CPU exactl
     Tensor x_ = upload(Shape{nx}, x), y_ = device_zeros(Shape{ny});
     Tensor dy_ = upload(Shape{ny}, dy), dx_ = upload(Shape{nx}, random_vector(nx, 1));  // dx starts as garbage
     settle();
-    ops::global_avgpool_nhwc_forward_cuda(c.n, c.c, c.hw, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
-    ops::global_avgpool_nhwc_backward_cuda(c.n, c.c, c.hw, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
+    ops::global_avgpool_nhwc_forward_cuda(DType::F32, c.n, c.c, c.hw, x_.data<float>(), y_.data<float>(), ctx.raw_stream());
+    ops::global_avgpool_nhwc_backward_cuda(DType::F32, c.n, c.c, c.hw, dy_.data<float>(), dx_.data<float>(), ctx.raw_stream());
     LS_REQUIRE_PARITY(download(y_), y_cpu, 0.0);  // the CPU's double sum, in the CPU's order
     LS_REQUIRE_PARITY(download(dx_), dx_cpu, 0.0);  // dy * (1/hw) in fp32, as on the CPU
   }
@@ -540,8 +540,8 @@ TEST_CASE_METHOD(GpuFixture, "NHWC global average pooling 16-bit matches the CPU
       Tensor x_ = upload_16(*this, dt, x16), y_ = device_zeros(Shape{ny}, dt);
       Tensor dy_ = upload_16(*this, dt, dy16), dx_ = upload_16(*this, dt, bits_16(dt, random_vector(nx, 1)));
       settle();
-      ops::global_avgpool_nhwc_forward_16_cuda(dt, c.n, c.c, c.hw, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
-      ops::global_avgpool_nhwc_backward_16_cuda(dt, c.n, c.c, c.hw, dy_.raw_data(), dx_.raw_data(),
+      ops::global_avgpool_nhwc_forward_cuda(dt, c.n, c.c, c.hw, x_.raw_data(), y_.raw_data(), ctx.raw_stream());
+      ops::global_avgpool_nhwc_backward_cuda(dt, c.n, c.c, c.hw, dy_.raw_data(), dx_.raw_data(),
                                                 ctx.raw_stream());
       // The CPU's fp32 value (same double sum, same order), rounded once.
       LS_REQUIRE_PARITY(download_16_values(*this, dt, y_), rounded_16(dt, y_cpu), 0.0);
@@ -553,35 +553,35 @@ TEST_CASE_METHOD(GpuFixture, "NHWC global average pooling 16-bit matches the CPU
 TEST_CASE_METHOD(GpuFixture, "NHWC pooling (cuda) accepts zero images and rejects partial images", "[pool]") {
   const cudaStream_t st = ctx.raw_stream();
   ops::Pool2dShape s = make_nhwc_shape({0, 4, 8, 8, 2, 2, 0});
-  REQUIRE_NOTHROW(ops::maxpool2d_forward_cuda(s, nullptr, nullptr, nullptr, st));
-  REQUIRE_NOTHROW(ops::maxpool2d_backward_cuda(s, nullptr, nullptr, nullptr, st));
-  REQUIRE_NOTHROW(ops::avgpool2d_forward_cuda(s, nullptr, nullptr, st));
-  REQUIRE_NOTHROW(ops::avgpool2d_backward_cuda(s, nullptr, nullptr, st));
-  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_forward_cuda(0, 4, 49, nullptr, nullptr, st));
-  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_backward_cuda(0, 4, 49, nullptr, nullptr, st));
-  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_forward_cuda(3, 0, 49, nullptr, nullptr, st));
-  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_backward_cuda(3, 0, 49, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::maxpool2d_forward_cuda(DType::F32, s, nullptr, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::maxpool2d_backward_cuda(DType::F32, s, nullptr, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::avgpool2d_forward_cuda(DType::F32, s, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::avgpool2d_backward_cuda(DType::F32, s, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_forward_cuda(DType::F32, 0, 4, 49, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_backward_cuda(DType::F32, 0, 4, 49, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_forward_cuda(DType::F32, 3, 0, 49, nullptr, nullptr, st));
+  REQUIRE_NOTHROW(ops::global_avgpool_nhwc_backward_cuda(DType::F32, 3, 0, 49, nullptr, nullptr, st));
   ctx.synchronize();
   REQUIRE(cudaGetLastError() == cudaSuccess);
   // 7 planes of 2 channels (checked before anything is launched), and no channels.
   s.planes = 7;
   s.c = 2;
-  REQUIRE_THROWS(ops::maxpool2d_forward_cuda(s, nullptr, nullptr, nullptr, st));
-  REQUIRE_THROWS(ops::maxpool2d_backward_cuda(s, nullptr, nullptr, nullptr, st));
-  REQUIRE_THROWS(ops::avgpool2d_forward_cuda(s, nullptr, nullptr, st));
-  REQUIRE_THROWS(ops::avgpool2d_backward_cuda(s, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::maxpool2d_forward_cuda(DType::F32, s, nullptr, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::maxpool2d_backward_cuda(DType::F32, s, nullptr, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::avgpool2d_forward_cuda(DType::F32, s, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::avgpool2d_backward_cuda(DType::F32, s, nullptr, nullptr, st));
   s.planes = 4;
   s.c = 0;
-  REQUIRE_THROWS(ops::maxpool2d_forward_16_cuda(DType::BF16, s, nullptr, nullptr, nullptr, st));
-  REQUIRE_THROWS(ops::avgpool2d_backward_16_cuda(DType::F16, s, nullptr, nullptr, st));
-  for (const DType dt : {DType::F32, DType::F64, DType::I32, DType::U8}) {
+  REQUIRE_THROWS(ops::maxpool2d_forward_cuda(DType::BF16, s, nullptr, nullptr, nullptr, st));
+  REQUIRE_THROWS(ops::avgpool2d_backward_cuda(DType::F16, s, nullptr, nullptr, st));
+  for (const DType dt : {DType::F64, DType::I32, DType::U8}) {
     INFO(dtype_name(dt));
-    REQUIRE_THROWS(ops::global_avgpool_nhwc_forward_16_cuda(dt, 0, 4, 49, nullptr, nullptr, st));
-    REQUIRE_THROWS(ops::global_avgpool_nhwc_backward_16_cuda(dt, 0, 4, 49, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::global_avgpool_nhwc_forward_cuda(dt, 0, 4, 49, nullptr, nullptr, st));
+    REQUIRE_THROWS(ops::global_avgpool_nhwc_backward_cuda(dt, 0, 4, 49, nullptr, nullptr, st));
   }
 }
 
-// ---- layout transposes (ops/layout_cuda.h) ----
+// ---- layout transposes (ops/layout/layout_cuda.h) ----
 
 namespace {
 

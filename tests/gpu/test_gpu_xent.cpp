@@ -1,4 +1,4 @@
-// GPU softmax cross-entropy (ops/softmax_xent_cuda.h) against the CPU op:
+// GPU softmax cross-entropy (ops/loss/softmax_xent_cuda.h) against the CPU op:
 // loss sums, correct counts (argmax ties included) and gradients, with label
 // smoothing 0 and 0.1, from one class to very wide rows and from one row to
 // more rows than the row grid (65535 blocks); fp32 logits, and 16-bit logits,
@@ -49,8 +49,8 @@
 
 #include "cuda/check.h"
 #include "gpu_test_util.h"
-#include "ops/softmax_xent.h"
-#include "ops/softmax_xent_cuda.h"
+#include "ops/loss/softmax_xent_cpu.h"
+#include "ops/loss/softmax_xent_cuda.h"
 
 using namespace lockstep;
 using namespace lockstep::ops;
@@ -128,7 +128,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy forward matches the CPU 
         Tensor loss_sum = upload_typed(*this, std::vector<double>{1.5});
         Tensor correct = upload_typed(*this, std::vector<int64_t>{3});
         for (int rep = 0; rep < 2; ++rep)
-          softmax_xent_forward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), smoothing, row_loss.data<double>(),
+          softmax_xent_forward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), smoothing, row_loss.data<double>(),
                                     row_correct.data<int32_t>(), loss_sum.data<double>(), correct.data<int64_t>(), s);
         const double gpu_loss = download_typed<double>(*this, loss_sum)[0];
         const int64_t gpu_correct = download_typed<int64_t>(*this, correct)[0];
@@ -147,10 +147,10 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy forward matches the CPU 
 
         // Deterministic: a second run from zero gives bitwise the same sum.
         Tensor again = device_zeros(Shape{1}, DType::F64), again_correct = device_zeros(Shape{1}, DType::I64);
-        softmax_xent_forward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), smoothing, row_loss.data<double>(),
+        softmax_xent_forward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), smoothing, row_loss.data<double>(),
                                   row_correct.data<int32_t>(), again.data<double>(), again_correct.data<int64_t>(), s);
         const double once = download_typed<double>(*this, again)[0];
-        softmax_xent_forward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), smoothing, row_loss.data<double>(),
+        softmax_xent_forward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), smoothing, row_loss.data<double>(),
                                   row_correct.data<int32_t>(), again.data<double>(), again_correct.data<int64_t>(), s);
         CHECK(download_typed<double>(*this, again)[0] == 2 * once);  // x + x is exact
         CHECK(download_typed<int64_t>(*this, again_correct)[0] == 2 * cpu.correct);
@@ -172,11 +172,11 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy backward matches the CPU
         Tensor dz = upload(Shape{b, c}, logits);
         Tensor dl = upload_typed(*this, labels);
         Tensor dd = device_zeros(Shape{b, c});
-        softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, dd.data<float>(),
+        softmax_xent_backward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, dd.data<float>(),
                                    smoothing, s);
         LS_REQUIRE_PARITY(download(dd), d_cpu, kGradTol);
         // In place: dlogits over the logits.
-        softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, dz.data<float>(),
+        softmax_xent_backward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, dz.data<float>(),
                                    smoothing, s);
         LS_REQUIRE_PARITY(download(dz), d_cpu, kGradTol);
       }
@@ -203,7 +203,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit forward matches t
             // Accumulates into what is there: start from (1.5, 3).
             Tensor loss_sum = upload_typed(*this, std::vector<double>{1.5});
             Tensor correct = upload_typed(*this, std::vector<int64_t>{3});
-            softmax_xent_forward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), smoothing,
+            softmax_xent_forward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), smoothing,
                                          row_loss.data<double>(), row_correct.data<int32_t>(),
                                          loss_sum.data<double>(), correct.data<int64_t>(), s);
             CHECK(download_typed<int64_t>(*this, correct)[0] == 3 + cpu.correct);
@@ -243,7 +243,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit backward matches 
             Tensor dz = upload_16(*this, dt, logits16);
             Tensor dl = upload_typed(*this, labels);
             Tensor dd = device_zeros(Shape{b * c}, dt);
-            softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, dd.raw_data(),
+            softmax_xent_backward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, dd.raw_data(),
                                           smoothing, s);
             const auto d_gpu = values_16(dt, download_16(*this, dd));
             LS_REQUIRE_PARITY(d_gpu, rounded_16(dt, d_cpu), grad_tol);
@@ -251,7 +251,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit backward matches 
             INFO("beyond the " << dtype_name(dt) << " rounding by " << excess << " (tolerance " << kGradTol << ")");
             REQUIRE(excess <= kGradTol);
             // In place: dlogits over the logits, bitwise the same gradients.
-            softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, dz.raw_data(),
+            softmax_xent_backward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, dz.raw_data(),
                                           smoothing, s);
             CHECK(download_16(*this, dz) == download_16(*this, dd));
           }
@@ -289,11 +289,11 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy backward: a device loss 
       Tensor dz = upload(Shape{b, c}, logits);
       Tensor d0 = device_zeros(Shape{b, c}), d1 = device_zeros(Shape{b, c}), dk = device_zeros(Shape{b, c});
       LS_CUDA_CHECK(cudaDeviceSynchronize());
-      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, d0.data<float>(),
+      softmax_xent_backward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), scale, nullptr, d0.data<float>(),
                                  smoothing, s);
-      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, one_dev, d1.data<float>(),
+      softmax_xent_backward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), scale, one_dev, d1.data<float>(),
                                  smoothing, s);
-      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), scale, scale_dev, dk.data<float>(),
+      softmax_xent_backward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), scale, scale_dev, dk.data<float>(),
                                  smoothing, s);
       const auto g0 = download(d0), g1 = download(d1), gk = download(dk);
       LS_REQUIRE_PARITY(g0, d_cpu, kGradTol);  // null scale_dev: the CPU op's gradients, as above
@@ -311,11 +311,11 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy backward: a device loss 
       Tensor d0 = device_zeros(Shape{b * c}, dt), d1 = device_zeros(Shape{b * c}, dt);
       Tensor dk = device_zeros(Shape{b * c}, dt);
       LS_CUDA_CHECK(cudaDeviceSynchronize());
-      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, d0.raw_data(),
+      softmax_xent_backward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, nullptr, d0.raw_data(),
                                     smoothing, s);
-      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, one_dev, d1.raw_data(),
+      softmax_xent_backward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, one_dev, d1.raw_data(),
                                     smoothing, s);
-      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, scale_dev, dk.raw_data(),
+      softmax_xent_backward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), scale, scale_dev, dk.raw_data(),
                                     smoothing, s);
       const auto b0 = download_16(*this, d0);
       CHECK(download_16(*this, d1) == b0);  // *scale_dev = 1: bitwise the null result
@@ -343,7 +343,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy: bad labels give NaN, no
   Tensor dz = upload(Shape{b, c}, logits), dl = upload_typed(*this, labels);
   Tensor row_loss = device_zeros(Shape{b}, DType::F64), row_correct = device_zeros(Shape{b}, DType::I32);
   Tensor loss_sum = device_zeros(Shape{1}, DType::F64), correct = device_zeros(Shape{1}, DType::I64);
-  softmax_xent_forward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), 0.f, row_loss.data<double>(),
+  softmax_xent_forward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), 0.f, row_loss.data<double>(),
                             row_correct.data<int32_t>(), loss_sum.data<double>(), correct.data<int64_t>(), s);
   const auto rows = download_typed<double>(*this, row_loss);
   CHECK(std::isfinite(rows[0]));
@@ -353,7 +353,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy: bad labels give NaN, no
   CHECK(std::isnan(download_typed<double>(*this, loss_sum)[0]));
 
   Tensor dd = device_zeros(Shape{b, c});
-  softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, nullptr, dd.data<float>(), 0.1f, s);
+  softmax_xent_backward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, nullptr, dd.data<float>(), 0.1f, s);
   const auto d = download(dd);
   for (int64_t j = 0; j < c; ++j) {
     CHECK(std::isfinite(d[j]));
@@ -364,15 +364,15 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy: bad labels give NaN, no
   // b = 0: nothing runs, the accumulators keep their values.
   Tensor keep_sum = upload_typed(*this, std::vector<double>{2.5});
   Tensor keep_correct = upload_typed(*this, std::vector<int64_t>{4});
-  softmax_xent_forward_cuda(0, c, nullptr, nullptr, 0.f, nullptr, nullptr, keep_sum.data<double>(),
+  softmax_xent_forward_cuda(DType::F32, 0, c, nullptr, nullptr, 0.f, nullptr, nullptr, keep_sum.data<double>(),
                             keep_correct.data<int64_t>(), s);
-  softmax_xent_backward_cuda(0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s);
+  softmax_xent_backward_cuda(DType::F32, 0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s);
   CHECK(download_typed<double>(*this, keep_sum)[0] == 2.5);
   CHECK(download_typed<int64_t>(*this, keep_correct)[0] == 4);
 
   // Smoothing outside [0, 1) is refused on the host, as by the CPU op.
   CHECK_THROWS_AS(
-      softmax_xent_backward_cuda(b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, nullptr, dd.data<float>(), 1.f, s),
+      softmax_xent_backward_cuda(DType::F32, b, c, dz.data<float>(), dl.data<int32_t>(), 1.f, nullptr, dd.data<float>(), 1.f, s),
       Error);
   LS_CUDA_CHECK(cudaGetLastError());
 }
@@ -388,7 +388,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit: bad labels give 
       Tensor dz = upload_16(*this, dt, logits16), dl = upload_typed(*this, labels);
       Tensor row_loss = device_zeros(Shape{b}, DType::F64), row_correct = device_zeros(Shape{b}, DType::I32);
       Tensor loss_sum = device_zeros(Shape{1}, DType::F64), correct = device_zeros(Shape{1}, DType::I64);
-      softmax_xent_forward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 0.f, row_loss.data<double>(),
+      softmax_xent_forward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 0.f, row_loss.data<double>(),
                                    row_correct.data<int32_t>(), loss_sum.data<double>(), correct.data<int64_t>(), s);
       const auto rows = download_typed<double>(*this, row_loss);
       CHECK(std::isfinite(rows[0]));
@@ -398,7 +398,7 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit: bad labels give 
       CHECK(std::isnan(download_typed<double>(*this, loss_sum)[0]));
 
       Tensor dd = device_zeros(Shape{b * c}, dt);
-      softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, nullptr, dd.raw_data(), 0.1f,
+      softmax_xent_backward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, nullptr, dd.raw_data(), 0.1f,
                                     s);
       const auto d = values_16(dt, download_16(*this, dd));
       for (int64_t j = 0; j < c; ++j) {
@@ -410,26 +410,26 @@ TEST_CASE_METHOD(GpuFixture, "GPU softmax cross-entropy 16-bit: bad labels give 
       // b = 0: nothing runs, the accumulators keep their values.
       Tensor keep_sum = upload_typed(*this, std::vector<double>{2.5});
       Tensor keep_correct = upload_typed(*this, std::vector<int64_t>{4});
-      softmax_xent_forward_16_cuda(dt, 0, c, nullptr, nullptr, 0.f, nullptr, nullptr, keep_sum.data<double>(),
+      softmax_xent_forward_cuda(dt, 0, c, nullptr, nullptr, 0.f, nullptr, nullptr, keep_sum.data<double>(),
                                    keep_correct.data<int64_t>(), s);
-      softmax_xent_backward_16_cuda(dt, 0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s);
+      softmax_xent_backward_cuda(dt, 0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s);
       CHECK(download_typed<double>(*this, keep_sum)[0] == 2.5);
       CHECK(download_typed<int64_t>(*this, keep_correct)[0] == 4);
 
       // Smoothing outside [0, 1) is refused on the host, as by the CPU op.
-      CHECK_THROWS_AS(softmax_xent_forward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f,
+      CHECK_THROWS_AS(softmax_xent_forward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f,
                                                    row_loss.data<double>(), row_correct.data<int32_t>(),
                                                    loss_sum.data<double>(), correct.data<int64_t>(), s),
                       Error);
-      CHECK_THROWS_AS(softmax_xent_backward_16_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, nullptr,
+      CHECK_THROWS_AS(softmax_xent_backward_cuda(dt, b, c, dz.raw_data(), dl.data<int32_t>(), 1.f, nullptr,
                                                     dd.raw_data(), 1.f, s),
                       Error);
       LS_CUDA_CHECK(cudaGetLastError());
     }
-  // A dtype other than BF16 or F16 is refused on the host, even for an empty batch.
-  CHECK_THROWS_AS(softmax_xent_forward_16_cuda(DType::F32, 0, c, nullptr, nullptr, 0.f, nullptr, nullptr, nullptr,
+  // A dtype other than F32, BF16 or F16 is refused on the host, even for an empty batch.
+  CHECK_THROWS_AS(softmax_xent_forward_cuda(DType::F64, 0, c, nullptr, nullptr, 0.f, nullptr, nullptr, nullptr,
                                                nullptr, s),
                   Error);
-  CHECK_THROWS_AS(softmax_xent_backward_16_cuda(DType::F32, 0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s),
+  CHECK_THROWS_AS(softmax_xent_backward_cuda(DType::F64, 0, c, nullptr, nullptr, 1.f, nullptr, nullptr, 0.f, s),
                   Error);
 }

@@ -1,4 +1,4 @@
-// The batch-norm kernels (ops/batchnorm.h) against a double-precision
+// The batch-norm kernels (ops/batchnorm/batchnorm_cpu.h) against a double-precision
 // reference, for planes short enough that they run along the images' rows
 // (resnet50's 4x4 and 2x2 stages) and for long ones (per-plane loops): the
 // two statistics, the apply passes (with and without the fused ReLU, and the
@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/batchnorm.h"
+#include "ops/batchnorm/batchnorm_cpu.h"
 #include "threads_guard.h"
 
 using namespace lockstep::ops;

@@ -1,4 +1,4 @@
-// Channels-last conv2d (ops/conv2d_nhwc_cpu.cpp) against the NCHW im2col path
+// Channels-last conv2d (ops/conv/conv2d_nhwc_cpu.cpp) against the NCHW im2col path
 // (conv2d_forward_cpu / conv2d_backward_cpu), which the gradient checks cover.
 // Each case draws x [N, H, W, C], dy [N, OH, OW, OC] and the canonical w, b;
 // the NCHW path gets the same tensors transposed with nhwc_to_nchw_cpu and its
@@ -21,8 +21,8 @@
 
 #include "core/cpu.h"
 #include "core/rng.h"
-#include "ops/conv2d.h"
-#include "ops/layout.h"
+#include "ops/conv/conv2d_cpu.h"
+#include "ops/layout/layout_cpu.h"
 #include "threads_guard.h"
 
 using namespace lockstep;

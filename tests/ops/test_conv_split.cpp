@@ -1,4 +1,4 @@
-// The im2col convolution's split by output channels (ops/conv2d.h,
+// The im2col convolution's split by output channels (ops/conv/conv2d_cpu.h,
 // conv2d_split_channels): layers with few output pixels per thread lower the
 // whole batch into one matrix and split the GEMMs' rows between threads.
 // Against a double-precision direct convolution: y (bias, fused ReLU), dW and
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/conv2d.h"
+#include "ops/conv/conv2d_cpu.h"
 #include "threads_guard.h"
 
 using namespace lockstep::ops;

@@ -1,4 +1,4 @@
-// sgemm_small (ops/gemm_small_cpu.cpp) against a double-precision product.
+// sgemm_small (ops/gemm/gemm_small_cpu.cpp) against a double-precision product.
 // Both paths are checked on every shape: the register-blocked kernel
 // (sgemm_small_kernel, forced) and sgemm_small's own choice (the kernel or
 // OpenBLAS). Shapes cover every row remainder of the 6-row micro-tile, 8- and
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "ops/gemm.h"
+#include "ops/gemm/gemm.h"
 
 using namespace lockstep;
 using namespace lockstep::ops;

@@ -22,8 +22,8 @@
 #include "nn/loss.h"
 #include "nn/residual.h"
 #include "nn/sequential.h"
-#include "ops/conv2d.h"
-#include "ops/elementwise.h"
+#include "ops/conv/conv2d_cpu.h"
+#include "ops/elementwise/elementwise_cpu.h"
 
 using namespace lockstep;
 
@@ -185,6 +185,31 @@ TEST_CASE("ReLU, Dropout and Flatten gradients", "[gradcheck]") {
   gradcheck(std::make_unique<ReLU>(), Shape{3, 10}, 1e-3, /*away_from_zero=*/true);
   gradcheck(std::make_unique<Dropout>(0.4f), Shape{4, 9}, 1e-2);
   gradcheck(std::make_unique<Flatten>(), Shape{2, 3, 2, 2}, 1e-2);
+}
+
+TEST_CASE("GELU (tanh approximation): values and slopes as PyTorch's, gradient by finite differences", "[gradcheck]") {
+  // torch.nn.functional.gelu(x, approximate="tanh") and its autograd slope, in
+  // double (PyTorch 1.13).
+  const std::vector<float> x = {-3.f, -1.f, -0.5f, 0.f, 0.5f, 1.f, 2.f, 4.f};
+  const std::vector<double> y_torch = {-0.00363739208177, -0.158808009392, -0.154285990175, 0,
+                                       0.345714009825,    0.841191990608,  1.95459769409,   3.99992975405};
+  const std::vector<double> slope_torch = {-0.011584166631, -0.0829640838458, 0.132630096465, 0.5,
+                                           0.867369903535,  1.08296408385,    1.08609925662,  1.0003351232};
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<float> y(x.size()), dx(x.size()), ones(x.size(), 1.f);
+  ops::gelu_forward_cpu(n, x.data(), y.data());
+  ops::gelu_backward_cpu(n, x.data(), ones.data(), dx.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x[i]);
+    CHECK(std::abs(y[i] - y_torch[i]) <= 1e-6 * std::max(1.0, std::abs(y_torch[i])));
+    CHECK(std::abs(dx[i] - slope_torch[i]) <= 1e-6 * std::max(1.0, std::abs(slope_torch[i])));
+  }
+  // In place, and through the layer with a real upstream gradient.
+  std::vector<float> z = x;
+  ops::gelu_forward_cpu(n, z.data(), z.data());
+  CHECK(z == y);
+  gradcheck(std::make_unique<GELU>(), Shape{4, 9}, 1e-2);
+  gradcheck(std::make_unique<GELU>(), Shape{2, 3, 4, 4}, 1e-2, false, 7);
 }
 
 TEST_CASE("softmax cross-entropy gradient", "[gradcheck]") {

@@ -1,11 +1,11 @@
 // Channels-last (NHWC) pooling and the layout transposes on the CPU.
 //
-// Transposes: ops/layout.h against a plain index loop (element mapping) and
+// Transposes: ops/layout/layout_cpu.h against a plain index loop (element mapping) and
 // round trips, bitwise, including partial 32x32 tiles and empty sizes.
 // Pooling: every NHWC op (max / average forward and backward, argmax, global
 // average pooling) is compared BITWISE (memcmp, tolerance 0) with the NCHW op
 // on the same data transposed: the NHWC kernels evaluate each output's NCHW
-// expression in the NCHW order (see ops/pool2d_cpu.cpp), so nothing may differ,
+// expression in the NCHW order (see ops/pool/pool2d_cpu.cpp), so nothing may differ,
 // not even the sign of a zero. Inputs with many ties (values from a small set,
 // -0 and +0 included) check that the first maximum in window order wins in
 // both layouts; gradients of widely spread magnitudes make a different order
@@ -24,8 +24,8 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
-#include "ops/layout.h"
-#include "ops/pool2d.h"
+#include "ops/layout/layout_cpu.h"
+#include "ops/pool/pool2d_cpu.h"
 #include "threads_guard.h"
 
 using namespace lockstep;

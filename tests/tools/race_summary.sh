@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu/race_summary.py (check.sh's summary of the convolution races) on
-# a log written here in the trainer's format (ops/conv2d_cuda.cu's report
+# a log written here in the trainer's format (ops/conv/conv2d_cuda.cu's report
 # lines among other output): per direction the races, the plans that won, the
 # engines left out (disagreeing or not running) and the legacy time against
 # the kept one (an engine entering twice with other knobs; a line from before

@@ -1,4 +1,4 @@
-// ops/disagreement.h: the measure Conv2dCuda's race uses to keep a wrong cuDNN
+// ops/disagreement/disagreement.h: the measure Conv2dCuda's race uses to keep a wrong cuDNN
 // engine out -- small for rounding, large for a wrong element, infinite for
 // NaN or a size mismatch -- and the fp32 bound, which summation order stays
 // inside and TF32 inputs do not.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "ops/disagreement.h"
+#include "ops/disagreement/disagreement.h"
 
 using lockstep::ops::disagreement;
 using lockstep::ops::disagreement_bound_16;

@@ -23,8 +23,8 @@
 #include <cmath>
 
 #include "core/rng.h"
-#include "ops/elementwise.h"
-#include "ops/layout.h"
+#include "ops/elementwise/elementwise_cpu.h"
+#include "ops/layout/layout_cpu.h"
 #include "nn/batchnorm.h"
 #include "nn/layers.h"
 #include "nn/loss.h"
