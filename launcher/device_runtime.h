@@ -91,7 +91,7 @@ class DeviceRuntime {
   int64_t graph_captures() const;
   void synchronize();  // waits for all queued device work
   std::string describe() const;  // "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), --comm nccl"
-  // The caching allocator's high-water marks since start (issue 5: peak and
+  // The caching allocator's high-water marks since start (the memory report: peak and
   // reserved bytes), for the end-of-run summary; beside them the peak since
   // mark_steady_state() (the timed steps: no races, captures or first-step
   // growth) and the cuDNN workspace held at the end, which say where a peak

@@ -137,7 +137,7 @@ void Trainer::report_start() {
                    : "");
   if (dev_ && c_.layout == "nhwc" && c_.precision == "fp32" && c_.cudnn_deterministic && rank0())
     log_->warn("--layout nhwc in fp32: cuDNN's deterministic fp32 channels-last kernels can be far slower than NCHW "
-               "(convnet on an H100: 765 against 10,069 img/s); NHWC is for 16-bit tensor cores (docs/gpu.md)");
+               "(convnet on an H100: 786 against 10,541 img/s); NHWC is for 16-bit tensor cores (docs/gpu.md)");
   if (c_.sync_batchnorm && model_->buffers().params().empty())
     log_->warn("--sync-batchnorm: model {} has no batch norm layers; nothing to synchronise", c_.model);
   log_->debug("layers:\n{}", model_->summary());

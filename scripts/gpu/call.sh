@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call of the lent GPU machine: runs named plans of scripts/gpu/check.sh
+# One call of a GPU machine: runs named plans of scripts/gpu/check.sh
 # (its CHECK_PLAN sets) into a fresh directory, packs every result into one
 # file in RESULTS_DIR (the device tool brings back at most 8 files) and prints
 # last what to read (the tool's reply carries the end of the output).
@@ -10,8 +10,8 @@
 # PLAN: verify -- check.sh's tests and train plans side by side (the GPU tests
 # keep the GPU busy, the training steps and their CPU references mostly the
 # host's 16 cores) -- or one of check.sh's plans: tests, train, targets, rest,
-# profile, run one after another. docs/gpu.md, "The next GPU session", says
-# which calls fit a task's 15 device-minutes. CHECK_STEPS narrows every plan
+# profile, run one after another. docs/gpu.md, "Fitting the checks into a short GPU time", says
+# which calls fit 15 minutes of GPU time. CHECK_STEPS narrows every plan
 # (check.sh); CHECK_BUNDLE names the bundle (default: .gpu-bundle).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -41,7 +41,7 @@ if [[ $DEST == --list ]]; then
 fi
 
 mkdir -p "$DEST" || { echo "call.sh: cannot make RESULTS_DIR $DEST" >&2; exit 2; }
-# A fresh directory: a lent machine can keep /tmp from an earlier session.
+# A fresh directory: a reused machine can keep /tmp from an earlier run.
 WORK="$(mktemp -d /tmp/lockstep-call.XXXXXX)"
 touch "$WORK/summary.txt"
 rc=0

@@ -29,12 +29,12 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 
 # Which steps run. CHECK_STEPS (an extended regex over step names; default:
-# all) and CHECK_PLAN, a named set sized for one call of the lent machine's
-# 15 device-minutes a task (docs/gpu.md, "The next GPU session"); given both,
+# all) and CHECK_PLAN, a named set sized for one call within 15 minutes of
+# GPU time (docs/gpu.md, "Fitting the checks into a short GPU time"); given both,
 # a step runs when it is in the plan and matches CHECK_STEPS. The plans
 # tests, train, targets and rest split every step but the profiles between
 # them; scripts/gpu/call.sh runs them as device calls.
-# The like-for-like rows issue 5's targets are judged by (bf16, the small CNN
+# The like-for-like rows the GPU targets are judged by (bf16, the small CNN
 # with CUDA graphs and the large model, against PyTorch eager in both memory
 # orders), with the floor.
 TARGETS_RE='^bench\.(floor|convnet\.lockstep\.bf16\.nhwc(\.graph)?|convnet\.torch\.eager\.bf16(\.nhwc)?|resnet50\.lockstep\.bf16\.nhwc(\.graph)?|resnet50\.torch\.eager\.bf16(\.nhwc)?)$'
@@ -61,8 +61,8 @@ setup() {
   B="$(cd "${2:-$ROOT/.gpu-bundle}" 2>/dev/null && pwd)" || { echo "check.sh: no bundle at ${2:-$ROOT/.gpu-bundle} (run scripts/gpu/pack.sh on a development machine and carry it)" >&2; exit 2; }
   mkdir -p "$OUT"
   SUMMARY="$OUT/summary.txt"
-  # Several calls may share OUT_DIR, but only with one bundle: a lent machine can
-  # keep /tmp from an earlier session, whose results would join this run's table.
+  # Several calls may share OUT_DIR, but only with one bundle: a reused machine can
+  # keep /tmp from an earlier run, whose results would join this run's table.
   BUNDLE_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
   if [[ -f "$OUT/environment.txt" ]] && ! grep -qx "commit: $BUNDLE_COMMIT" "$OUT/environment.txt"; then
     echo "check.sh: $OUT holds results of another bundle ($(grep -m1 '^commit: ' "$OUT/environment.txt")); give an empty or new directory" >&2

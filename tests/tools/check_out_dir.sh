@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu/check.sh refuses an OUT_DIR holding another bundle's results (a
-# lent machine can keep /tmp from an earlier session, whose benchmark files
+# reused machine can keep /tmp from an earlier run, whose benchmark files
 # would join this run's table) and leaves them untouched; the same bundle's
 # directory, or a fresh one, is taken (several calls may share one).
 # usage: check_out_dir.sh CHECK_SH

@@ -2,7 +2,7 @@
 # scripts/gpu/check.sh's plans (CHECK_PLAN) and scripts/gpu/call.sh, without a
 # GPU: the plans tests, train, targets and rest split every step but the
 # profiles between them (none left out, none run twice), targets holds the
-# rows issue 5's targets are judged by, CHECK_STEPS narrows a plan, and bad
+# rows the GPU targets are judged by, CHECK_STEPS narrows a plan, and bad
 # plan names or a missing bundle end with one line and a non-zero exit.
 # usage: gpu_plans.sh CHECK_SH   (call.sh is found beside it)
 set -euo pipefail
