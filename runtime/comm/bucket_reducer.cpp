@@ -1,4 +1,4 @@
-// BucketReducer: in-order bucket launches onto one communication thread.
+// BucketReducer: in-order bucket launches onto one communication worker.
 #include "comm/bucket_reducer.h"
 
 #include <fmt/format.h>
@@ -12,18 +12,18 @@ BucketReducer::BucketReducer(Communicator& comm, Tensor grads, std::vector<Bucke
   LS_CHECK(!options_.shm || options_.wire == WireType::F32, "shared-memory reduction is fp32 only");
   if (options_.overlap && comm_.size() > 1) {
     thread_comm_ = comm_.duplicate();
-    thread_ = std::thread([this] { run(); });
+    worker_ = std::make_unique<OrderedWorker>([this](size_t b) { reduce(b, *thread_comm_); });
   }
 }
 
-BucketReducer::~BucketReducer() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+BucketReducer::~BucketReducer() = default;
+
+float BucketReducer::grad_scale() const {
+  return options_.average ? 1.f / static_cast<float>(comm_.size()) : 1.f;
+}
+
+std::string BucketReducer::describe() const {
+  return options_.shm ? comm_.backend() + ", shared memory" : comm_.backend();
 }
 
 void BucketReducer::reduce(size_t b, Communicator& comm) {
@@ -56,71 +56,41 @@ void BucketReducer::quiesce() {
 }
 
 void BucketReducer::arm() {
-  std::lock_guard<std::mutex> lock(mu_);
-  launched_ = done_ = 0;
+  if (worker_) worker_->restart();
   armed_ = true;
 }
 
 void BucketReducer::ready(int64_t end) {
-  if (!overlapping()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!armed_) return;
-    size_t launch = launched_;
-    while (launch < buckets_.size() && buckets_[launch].end <= end) ++launch;
-    if (launch == launched_) return;
-    if (options_.timeline)
-      for (size_t b = launched_; b < launch; ++b)
-        options_.timeline->instant(fmt::format("bucket {} ready", b), "bucket", Timeline::kCompute,
-                                   Timeline::Clock::now());
-    launched_ = launch;
-  }
-  cv_.notify_all();
+  if (!worker_ || !armed_) return;
+  const size_t launched = worker_->launched();
+  size_t launch = launched;
+  while (launch < buckets_.size() && buckets_[launch].end <= end) ++launch;
+  if (launch == launched) return;
+  if (options_.timeline)
+    for (size_t b = launched; b < launch; ++b)
+      options_.timeline->instant(fmt::format("bucket {} ready", b), "bucket", Timeline::kCompute,
+                                 Timeline::Clock::now());
+  worker_->launch(launch);
 }
 
 void BucketReducer::finish() {
   const auto t0 = Timeline::Clock::now();
-  if (!overlapping()) {
+  if (!worker_) {
     // In order on this thread. A world of one has nothing to sum, but a 16-bit
     // wire still rounds, as it would at any size.
     if (comm_.size() > 1 || options_.wire != WireType::F32)
       for (size_t b = 0; b < buckets_.size(); ++b) reduce(b, comm_);
   } else {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!armed_) launched_ = done_ = 0;  // nothing was launched during backward
-    armed_ = true;
-    launched_ = buckets_.size();
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return done_ == buckets_.size() || error_; });
+    if (!armed_) worker_->restart();  // nothing was launched during backward
     armed_ = false;
-    if (error_) std::rethrow_exception(error_);
+    worker_->launch(buckets_.size());
+    const size_t all = buckets_.size();
+    worker_->wait([all](size_t done, size_t) { return done == all; });
   }
   // With shared memory the other ranks read this rank's gradients: return only
   // once they are done, so nothing (a backward, a user) can overwrite them early.
   quiesce();
   last_wait_ = std::chrono::duration<double>(Timeline::Clock::now() - t0).count();
-}
-
-void BucketReducer::run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    cv_.wait(lock, [&] { return stop_ || (done_ < launched_ && !error_); });
-    if (stop_) return;
-    const size_t b = done_;
-    lock.unlock();
-    std::exception_ptr err;
-    try {
-      reduce(b, *thread_comm_);
-    } catch (...) {
-      err = std::current_exception();
-    }
-    lock.lock();
-    if (err)
-      error_ = err;
-    else
-      ++done_;
-    cv_.notify_all();
-  }
 }
 
 }  // namespace lockstep

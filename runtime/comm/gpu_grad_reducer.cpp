@@ -1,7 +1,7 @@
-// GPU gradient reduction: NCCL buckets ordered by events, or MPI staging.
+// GPU gradient reduction: NCCL buckets ordered by events, or MPI staging
+// (GPU builds only; make_grad_reducer builds it).
 #include "comm/gpu_grad_reducer.h"
 
-#ifdef LOCKSTEP_HAVE_CUDA
 #include <nccl.h>
 
 #include <chrono>
@@ -10,11 +10,9 @@
 #include "comm/staged_allreduce.h"
 #include "cuda/context.h"
 #include "ops/elementwise/elementwise_cuda.h"
-#endif
 
 namespace lockstep {
 
-#ifdef LOCKSTEP_HAVE_CUDA
 struct GpuGradReducer::Impl {
   Impl(cuda::Context& g, Communicator& h, NcclCommunicator* n, Tensor gr, std::vector<Bucket> b, Options o)
       : gpu(g), host(h), nccl(n), grads(std::move(gr)), buckets(std::move(b)), options(o) {
@@ -143,7 +141,7 @@ double GpuGradReducer::last_wait_seconds() const { return impl_->last_wait; }
 const std::vector<Bucket>& GpuGradReducer::buckets() const { return impl_->buckets; }
 bool GpuGradReducer::overlapping() const { return impl_->nccl && impl_->options.overlap; }
 
-std::string GpuGradReducer::transport() const {
+std::string GpuGradReducer::describe() const {
   if (!impl_->nccl) return "MPI staged through pinned host memory";
   // The library loaded at run time (e.g. PyTorch's), and the headers built against when they differ.
   int v = 0;
@@ -153,26 +151,5 @@ std::string GpuGradReducer::transport() const {
   return s;
 }
 
-#else  // no CUDA: a GPU buffer cannot exist; say so if asked
-
-struct GpuGradReducer::Impl {
-  std::vector<Bucket> buckets;
-};
-GpuGradReducer::GpuGradReducer(cuda::Context&, Communicator&, NcclCommunicator*, Tensor grads, std::vector<Bucket>,
-                               Options) {
-  LS_THROW("GpuGradReducer: gradients on {} need a build with CUDA support", grads.device().str());
-}
-GpuGradReducer::~GpuGradReducer() = default;
-void GpuGradReducer::arm() {}
-void GpuGradReducer::ready(int64_t) {}
-void GpuGradReducer::finish() {}
-void GpuGradReducer::drain() {}
-float GpuGradReducer::grad_scale() const { return 1.f; }
-double GpuGradReducer::last_wait_seconds() const { return 0; }
-const std::vector<Bucket>& GpuGradReducer::buckets() const { return impl_->buckets; }
-bool GpuGradReducer::overlapping() const { return false; }
-std::string GpuGradReducer::transport() const { return "none"; }
-
-#endif
 
 }  // namespace lockstep

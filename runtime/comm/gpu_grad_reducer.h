@@ -1,4 +1,5 @@
-// GpuGradReducer: averages a flat gradient buffer in GPU memory over the
+// GpuGradReducer: the GradReducer for device gradients (comm/grad_reducer.h;
+// GPU builds only). Averages a flat gradient buffer in GPU memory over the
 // ranks, bucket by bucket, for DistributedOptimizer when the parameters live
 // on a GPU. The bucket plan is the CPU path's (plan_buckets: backward order,
 // cut at parameter boundaries).
@@ -35,20 +36,15 @@
 #include <string>
 #include <vector>
 
-#include "comm/bucket_reducer.h"
 #include "comm/collective_tracker.h"
 #include "comm/communicator.h"
+#include "comm/grad_reducer.h"
 #include "profiling/timeline.h"
 #include "tensor/tensor.h"
 
 namespace lockstep {
 
-namespace cuda {
-class Context;
-}
-class NcclCommunicator;
-
-class GpuGradReducer {
+class GpuGradReducer final : public GradReducer {
  public:
   struct Options {
     bool overlap = true;        // nccl: reduce buckets during backward
@@ -62,26 +58,26 @@ class GpuGradReducer {
   // `nccl` null: the mpi transport over `host`. `grads`: the flat F32 buffer on gpu's device.
   GpuGradReducer(cuda::Context& gpu, Communicator& host, NcclCommunicator* nccl, Tensor grads,
                  std::vector<Bucket> buckets, Options options);
-  ~GpuGradReducer();
+  ~GpuGradReducer() override;
   GpuGradReducer(const GpuGradReducer&) = delete;
   GpuGradReducer& operator=(const GpuGradReducer&) = delete;
 
   // Start of the backward pass whose gradients will be reduced.
-  void arm();
+  void arm() override;
   // Gradients [0, end) are final (queued on the compute stream).
-  void ready(int64_t end);
+  void ready(int64_t end) override;
   // Every gradient is final: queue what is left; afterwards, work queued on the
   // compute stream sees the reduced gradients.
-  void finish();
+  void finish() override;
   // The factor the optimizer applies to the reduced gradients (1 when NCCL
   // averaged them, 1/N when they were summed for an average).
-  float grad_scale() const;
-  double last_wait_seconds() const;
-  const std::vector<Bucket>& buckets() const;
-  bool overlapping() const;
-  std::string transport() const;  // "NCCL 2.28.x" or "MPI staged through pinned host memory"
+  float grad_scale() const override;
+  double last_wait_seconds() const override;
+  const std::vector<Bucket>& buckets() const override;
+  bool overlapping() const override;
+  std::string describe() const override;  // "NCCL 2.28.x" or "MPI staged through pinned host memory"
   // Blocks until every queued collective has finished (end of training, before checkpoints).
-  void drain();
+  void drain() override;
 
  private:
   struct Impl;

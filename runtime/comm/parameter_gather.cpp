@@ -24,19 +24,12 @@ ParameterGather::ParameterGather(Communicator& comm, Tensor values, const std::v
   }
   if (options_.overlap && comm_.size() > 1) {
     thread_comm_ = comm_.duplicate();
-    thread_ = std::thread([this] { run(); });
+    worker_ = std::make_unique<OrderedWorker>([this](size_t r) { gather(r, *thread_comm_); });
   }
 }
 
 ParameterGather::~ParameterGather() {
-  if (!thread_.joinable()) return;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_ == launched_ || error_; });
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+  if (worker_) worker_->settle();  // every rank finishes the gather under way: none is left waiting
 }
 
 void ParameterGather::gather(size_t r, Communicator& comm) {
@@ -60,63 +53,36 @@ void ParameterGather::start() {
   if (!overlapping()) {
     const auto t0 = Timeline::Clock::now();
     for (size_t r = 0; r < ranges_.size(); ++r) gather(r, comm_);
+    std::lock_guard<std::mutex> lock(wait_mu_);
     waited_ += std::chrono::duration<double>(Timeline::Clock::now() - t0).count();
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (error_) std::rethrow_exception(error_);
-    LS_CHECK(done_ == launched_, "parameter gather: start() while {} of {} ranges are still under way",
-             launched_ - done_, launched_);
-    done_ = 0;
-    launched_ = ranges_.size();
-  }
-  cv_.notify_all();
+  worker_->rethrow_if_failed();
+  worker_->restart();  // throws while the last gather is under way
+  worker_->launch(ranges_.size());
 }
 
 void ParameterGather::wait_from(int64_t offset) {
   if (!overlapping()) return;
-  std::unique_lock<std::mutex> lock(mu_);
   // Ranges go highest offset first: past the done ones, the next range lies
   // wholly below `offset` once everything at or above it has arrived.
-  auto arrived = [&] { return error_ || done_ == launched_ || ranges_[done_].end <= offset; };
-  if (!arrived()) {
-    const auto t0 = Timeline::Clock::now();
-    cv_.wait(lock, arrived);
-    const auto t1 = Timeline::Clock::now();
+  const auto t0 = Timeline::Clock::now();
+  const bool blocked = worker_->wait(
+      [&](size_t done, size_t launched) { return done == launched || ranges_[done].end <= offset; });
+  if (!blocked) return;
+  const auto t1 = Timeline::Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(wait_mu_);
     waited_ += std::chrono::duration<double>(t1 - t0).count();
-    if (options_.timeline) options_.timeline->span("wait for parameters", "allgather", Timeline::kCompute, t0, t1);
   }
-  if (error_) std::rethrow_exception(error_);
+  if (options_.timeline) options_.timeline->span("wait for parameters", "allgather", Timeline::kCompute, t0, t1);
 }
 
 double ParameterGather::take_wait_seconds() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(wait_mu_);
   const double w = waited_;
   waited_ = 0;
   return w;
-}
-
-void ParameterGather::run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    cv_.wait(lock, [&] { return stop_ || (done_ < launched_ && !error_); });
-    if (stop_) return;
-    const size_t r = done_;
-    lock.unlock();
-    std::exception_ptr err;
-    try {
-      gather(r, *thread_comm_);
-    } catch (...) {
-      err = std::current_exception();
-    }
-    lock.lock();
-    if (err)
-      error_ = err;
-    else
-      ++done_;
-    cv_.notify_all();
-  }
 }
 
 }  // namespace lockstep

@@ -9,8 +9,8 @@
 // The store lays parameters out in reverse, so that is forward order: the
 // first layer's parameters come first.
 //
-// With overlap, start() hands the ranges to a communication thread (on its own
-// duplicate of the communicator) and returns at once; wait_from(offset)
+// With overlap, start() hands the ranges to a communication thread (an
+// OrderedWorker on its own duplicate of the communicator) and returns at once; wait_from(offset)
 // blocks until every parameter at or above `offset` has arrived. A forward
 // pass that calls it before each layer (Sequential's parameter-wait hook)
 // runs its first layers while the later layers' parameters are still on the
@@ -19,16 +19,14 @@
 // The ranges, their order and so every byte moved are the same either way.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "comm/collective_tracker.h"
 #include "comm/communicator.h"
+#include "comm/ordered_worker.h"
 #include "comm/ownership.h"
 #include "comm/shm_allreduce.h"
 #include "profiling/timeline.h"
@@ -66,28 +64,21 @@ class ParameterGather {
   void wait() { wait_from(0); }
   // Seconds the calling thread spent gathering or waiting since the last call.
   double take_wait_seconds();
-  bool overlapping() const { return thread_.joinable(); }
+  bool overlapping() const { return worker_ != nullptr; }
   // The ranges in gather order (forward order), for tests and logs.
   const std::vector<ElementRange>& ranges() const { return ranges_; }
 
  private:
   void gather(size_t r, Communicator& comm);  // one range
-  void run();                                  // the communication thread
 
   Communicator& comm_;
   std::unique_ptr<Communicator> thread_comm_;
   Tensor values_;
   std::vector<ElementRange> ranges_;
   Options options_;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  size_t launched_ = 0;  // ranges handed to the thread in this gather
-  size_t done_ = 0;      // ranges gathered
-  bool stop_ = false;
-  std::exception_ptr error_;
+  std::mutex wait_mu_;  // waited_: the caller's thread and take_wait_seconds()
   double waited_ = 0;
-  std::thread thread_;
+  std::unique_ptr<OrderedWorker> worker_;  // with overlap; last: joined before the rest goes
 };
 
 }  // namespace lockstep

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "optim/grad_clip.h"
-
 #include "optim/loss_scaler.h"
 
 namespace lockstep {
@@ -92,53 +91,45 @@ DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& param
   LS_CHECK_INPUT(options.zero_stage == 0 || !params.device().is_cuda(),
                  "--zero-stage 1: the optimizer state is sharded on the CPU path only, not yet on the GPU");
   std::vector<Bucket> plan = plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes);
-  if (params.device().is_cuda()) {
-    LS_CHECK(options.gpu != nullptr, "DistributedOptimizer: parameters on {} but no device context",
-             params.device().str());
-    // On the GPU the clip factor is computed on the device, by the loss scaler's rule.
-    LS_CHECK(options.max_grad_norm == 0.f ||
-                 (options.loss_scaler && options.loss_scaler->config().max_grad_norm == options.max_grad_norm),
-             "DistributedOptimizer: clipping on the GPU needs a LossScaler configured with max_grad_norm {}",
-             options.max_grad_norm);
-    gpu_reducer_ = std::make_unique<GpuGradReducer>(
-        *options.gpu, comm, options.nccl, params.grads(), std::move(plan),
-        GpuGradReducer::Options{options.overlap, options.average, options.wire, options.timeout_s,
-                                options.timeline, options.tracker});
-    return;
-  }
+  const bool on_gpu = params.device().is_cuda();
+  // On the GPU the clip factor is computed on the device, by the loss scaler's rule.
+  LS_CHECK(!on_gpu || options.max_grad_norm == 0.f ||
+               (options.loss_scaler && options.loss_scaler->config().max_grad_norm == options.max_grad_norm),
+           "DistributedOptimizer: clipping on the GPU needs a LossScaler configured with max_grad_norm {}",
+           options.max_grad_norm);
   const bool zero = options.zero_stage == 1;
   if (zero) scatter_state(plan);
-  shm_ = share_gradients(params, comm, options);
+  if (!on_gpu) shm_ = share_gradients(params, comm, options);
   if (zero && shm_) param_shm_ = share_parameters(params, comm);
   if (zero)  // the ownership of the reduce-scatter's buckets
     gather_ = std::make_unique<ParameterGather>(
         comm, params.values(), plan,
         ParameterGather::Options{options.overlap && options.gather_during_forward, options.timeline,
                                  options.tracker, param_shm_.get()});
-  reducer_ = std::make_unique<BucketReducer>(
-      comm, params.grads(), std::move(plan),
-      BucketReducer::Options{options.overlap, options.wire, options.timeline, shm_.get(), options.tracker, zero});
+  GradReducerSetup setup;
+  setup.grads = params.grads();
+  setup.buckets = std::move(plan);
+  setup.overlap = options.overlap;
+  setup.average = options.average;
+  setup.wire = options.wire;
+  setup.timeline = options.timeline;
+  setup.tracker = options.tracker;
+  setup.shm = shm_.get();
+  setup.scatter_only = zero;
+  setup.gpu = options.gpu;
+  setup.nccl = options.nccl;
+  setup.timeout_s = options.timeout_s;
+  reducer_ = make_grad_reducer(comm, std::move(setup));
 }
 
 void DistributedOptimizer::begin_backward(bool last) {
-  if (gpu_reducer_) {
-    if (last) gpu_reducer_->arm();
-    return;
-  }
   reducer_->quiesce();
   if (last) reducer_->arm();
 }
 
-void DistributedOptimizer::on_gradients_ready(int64_t end) {
-  if (gpu_reducer_)
-    gpu_reducer_->ready(end);
-  else
-    reducer_->ready(end);
-}
+void DistributedOptimizer::on_gradients_ready(int64_t end) { reducer_->ready(end); }
 
-void DistributedOptimizer::drain() {
-  if (gpu_reducer_) gpu_reducer_->drain();
-}
+void DistributedOptimizer::drain() { reducer_->drain(); }
 
 void DistributedOptimizer::broadcast_state(int root) {
   CollectiveScope scope(options_.tracker, CollectiveKind::StateBroadcast);
@@ -154,30 +145,24 @@ void DistributedOptimizer::broadcast_state(int root) {
 }
 
 void DistributedOptimizer::step(float lr) {
-  float scale = options_.average ? 1.f / static_cast<float>(comm_.size()) : 1.f;
-  if (gpu_reducer_) {
-    gpu_reducer_->finish();
-    scale = gpu_reducer_->grad_scale();
-    if (options_.loss_scaler) {  // the inf/NaN check and the rule, on the compute stream after the average
-      const OptimizerConfig& c = opt_.config();
-      const bool adam = c.name != "sgd";
-      options_.loss_scaler->step(params_.grads().data<float>(), params_.padded_numel(), lr, scale,
-                                 adam ? c.beta1 : 0.f, adam ? c.beta2 : 0.f);
-    }
-  } else {
-    reducer_->finish();
-    if (options_.max_grad_norm > 0.f) {  // stage 0: the same sum on every rank, no collective
-      const auto n0 = Timeline::Clock::now();
-      const double sumsq = opt_.sharded() ? sharded_sum_of_squares()
-                                          : sum_of_squares_cpu(params_.grads().data<float>(), params_.padded_numel());
-      if (options_.timeline)
-        options_.timeline->span("gradient norm", "optimizer", Timeline::kCompute, n0, Timeline::Clock::now());
-      last_grad_norm_ = static_cast<float>(std::sqrt(sumsq) * static_cast<double>(scale));
-      const float coef = clip_coefficient(last_grad_norm_, options_.max_grad_norm);
-      if (coef < 1.f) {
-        scale *= coef;
-        ++clipped_steps_;
-      }
+  reducer_->finish();
+  float scale = reducer_->grad_scale();
+  if (options_.loss_scaler) {  // GPU: the inf/NaN check and the rule, on the compute stream after the average
+    const OptimizerConfig& c = opt_.config();
+    const bool adam = c.name != "sgd";
+    options_.loss_scaler->step(params_.grads().data<float>(), params_.padded_numel(), lr, scale,
+                               adam ? c.beta1 : 0.f, adam ? c.beta2 : 0.f);
+  } else if (options_.max_grad_norm > 0.f) {  // host: the same sum on every rank, no collective
+    const auto n0 = Timeline::Clock::now();
+    const double sumsq = opt_.sharded() ? sharded_sum_of_squares()
+                                        : sum_of_squares_cpu(params_.grads().data<float>(), params_.padded_numel());
+    if (options_.timeline)
+      options_.timeline->span("gradient norm", "optimizer", Timeline::kCompute, n0, Timeline::Clock::now());
+    last_grad_norm_ = static_cast<float>(std::sqrt(sumsq) * static_cast<double>(scale));
+    const float coef = clip_coefficient(last_grad_norm_, options_.max_grad_norm);
+    if (coef < 1.f) {
+      scale *= coef;
+      ++clipped_steps_;
     }
   }
   wait_parameters();  // the last step's gather writes the elements other ranks own
@@ -282,11 +267,9 @@ std::string DistributedOptimizer::describe() const {
   const char* wire = options_.wire == WireType::F32 ? "fp32" : options_.wire == WireType::F16 ? "fp16" : "bf16";
   return fmt::format("{} gradients over {} rank{} ({}); {} bucket{} of {} MB in backward order; {} on the wire; {}",
                      options_.average ? "averaging" : "summing", comm_.size(), comm_.size() == 1 ? "" : "s",
-                     gpu_reducer_ ? gpu_reducer_->transport()
-                                  : shm_ ? comm_.backend() + ", shared memory" : comm_.backend(),
+                     reducer_->describe(),
                      buckets.size(), buckets.size() == 1 ? "" : "s", sizes, wire,
-                     (gpu_reducer_ ? gpu_reducer_->overlapping() : reducer_->overlapping())
-                         ? "overlapped with backward"
+                     reducer_->overlapping() ? "overlapped with backward"
                          : "reduced after backward") +
          (opt_.sharded() ? fmt::format("; ZeRO-1: optimizer state sharded ({:.1f} of {:.1f} MB here), "
                                        "parameters allgathered after the update{}{}",

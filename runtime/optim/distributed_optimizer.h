@@ -10,12 +10,12 @@
 // cap: `first_bucket_bytes` for the first (so communication starts early),
 // `bucket_bytes` for the others (a bucket overshoots its cap by at most its
 // last parameter). The plan is a pure function of the layout and identical on
-// every rank. With overlap, the
-// grad-ready hook of the last backward before step() hands each bucket to a
-// communication thread as soon as its gradients are final (BucketReducer).
-//
-// Parameters on a GPU (the store's buffers are device memory): buckets go
-// through GpuGradReducer instead — NCCL on a communication stream ordered by
+// every rank. The buckets go through a GradReducer (comm/grad_reducer.h),
+// made by make_grad_reducer for the parameters' device: with overlap, the
+// grad-ready hook of the last backward before step() hands each bucket to the
+// reducer as soon as its gradients are final. Host parameters: BucketReducer
+// (a communication thread, the order-fixed MPI sum or shared memory). GPU
+// parameters: GpuGradReducer -- NCCL on a communication stream ordered by
 // events (options.nccl), or staged through pinned host memory over MPI
 // (options.nccl null: --comm mpi). State broadcasts stage through the host.
 //
@@ -54,10 +54,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/bucket_reducer.h"
 #include "comm/communicator.h"
-#include "comm/gpu_grad_reducer.h"
+#include "comm/grad_reducer.h"
 #include "comm/parameter_gather.h"
+#include "comm/shm_allreduce.h"
 #include "optim/optimizer.h"
 
 namespace lockstep {
@@ -74,7 +74,8 @@ struct DistributedOptions {
   Timeline* timeline = nullptr;
   CollectiveTracker* tracker = nullptr;         // not owned; buckets and handoffs are reported to it
   // Parameters on a GPU: the rank's device context, and the NCCL communicator
-  // (null: --comm mpi, staged through host memory). Neither owned.
+  // (null: --comm mpi, staged through host memory), handed to
+  // make_grad_reducer. Neither owned.
   cuda::Context* gpu = nullptr;
   NcclCommunicator* nccl = nullptr;
   double timeout_s = 300;                       // GPU: limit on waiting for a step's collectives
@@ -123,12 +124,12 @@ class DistributedOptimizer {
     if (gather_) gather_->wait_from(from);
   }
 
-  const std::vector<Bucket>& buckets() const { return gpu_reducer_ ? gpu_reducer_->buckets() : reducer_->buckets(); }
+  const std::vector<Bucket>& buckets() const { return reducer_->buckets(); }
   // Seconds the last step() waited for communication (exposed communication);
   // ZeRO-1 adds the parameter allgather's, waited since the step before
   // (in the forward with gather_during_forward, else in step()).
   double last_comm_wait_seconds() const {
-    return gpu_reducer_ ? gpu_reducer_->last_wait_seconds() : reducer_->last_wait_seconds() + last_gather_wait_;
+    return reducer_->last_wait_seconds() + last_gather_wait_;
   }
   // Host parameters with clipping: the last step's gradient norm before
   // clipping (of the averaged gradient), and the steps clipped so far. On the
@@ -159,8 +160,7 @@ class DistributedOptimizer {
 
   std::unique_ptr<ShmAllreduce> shm_;  // before reducer_, which points at it
   std::unique_ptr<ShmAllreduce> param_shm_;  // ZeRO-1 on one host: the parameters, shared
-  std::unique_ptr<BucketReducer> reducer_;       // parameters in host memory
-  std::unique_ptr<GpuGradReducer> gpu_reducer_;  // parameters on a GPU
+  std::unique_ptr<GradReducer> reducer_;     // for the parameters' device (make_grad_reducer)
   std::unique_ptr<ParameterGather> gather_;      // ZeRO-1: after param_shm_, which it points at
   double last_gather_wait_ = 0;
   float last_grad_norm_ = 0.f;

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     };
     const auto plan = plan_buckets(store, static_cast<int64_t>(threshold_mb * 1048576),
                                    static_cast<int64_t>(first_mb * 1048576));
-    BucketReducer reducer(*comm, store.grads(), plan, BucketReducer::Options{false, WireType::F32, nullptr});
+    BucketReducer reducer(*comm, store.grads(), plan, BucketReducer::Options{false, true, WireType::F32, nullptr});
     // The same buckets through shared memory: a second store whose gradients
     // live in the host's shared window (as the trainer does on one host).
     ParameterStore shared_store;
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
           std::make_shared<BorrowedAllocator>(shm->data(rank), shared_store.padded_numel() * 4, mem)));
     }
     BucketReducer shm_reducer(*comm, shared_store.grads(), plan,
-                              BucketReducer::Options{false, WireType::F32, nullptr, shm.get()});
+                              BucketReducer::Options{false, true, WireType::F32, nullptr, shm.get()});
     float* sg = shared_store.grads().data<float>();
     auto fill_shared = [&] {
       for (int64_t i = 0; i < shared_store.padded_numel(); ++i) sg[i] = static_cast<float>((rank + i) % 5) * 0.25f;
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
         ParameterStore& st = shm ? shared_store : store;
         BucketReducer r2(*comm, st.grads(),
                          plan_buckets(st, static_cast<int64_t>(cap * 1048576), static_cast<int64_t>(first_mb * 1048576)),
-                         BucketReducer::Options{false, WireType::F32, nullptr, shm.get()});
+                         BucketReducer::Options{false, true, WireType::F32, nullptr, shm.get()});
         std::vector<double> t;
         for (int i = 0; i < std::max(3, reps / 3); ++i) {
           shm ? fill_shared() : fill();

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "comm/grad_reducer.h"
 #include "comm/ordered_allreduce.h"
 #include "core/hash.h"
 #include "core/rng.h"
@@ -70,6 +71,40 @@ TEST_CASE("bucket plans are identical on every rank", "[mpi][buckets]") {
     for (const auto& b : plan) text += std::to_string(b.begin) + "-" + std::to_string(b.end) + ";";
     CHECK(same_on_all_ranks(c, fnv1a(text)));
   }
+}
+
+TEST_CASE("make_grad_reducer: host gradients summed in place bucket by bucket, scaled by 1/N", "[mpi][buckets]") {
+  Communicator& c = world();
+  const int n = c.size();
+  const int64_t len = 5000;
+  const std::vector<Bucket> plan{{0, 1000}, {1000, 4096}, {4096, len}};
+  for (bool overlap : {false, true})
+    for (bool average : {true, false}) {
+      INFO("overlap " << overlap << ", average " << average);
+      Tensor grads = Tensor::zeros(Shape{len});
+      GradReducerSetup setup;
+      setup.grads = grads;
+      setup.buckets = plan;
+      setup.overlap = overlap;
+      setup.average = average;
+      std::unique_ptr<GradReducer> r = make_grad_reducer(c, std::move(setup));
+      CHECK(r->overlapping() == (overlap && n > 1));
+      CHECK(r->buckets().size() == plan.size());
+      CHECK(r->grad_scale() == (average ? 1.f / static_cast<float>(n) : 1.f));
+      CHECK(r->describe().find(c.backend()) != std::string::npos);
+      for (int step = 0; step < 2; ++step) {  // two rounds: the worker starts again from the first bucket
+        r->quiesce();
+        r->arm();
+        float* g = grads.data<float>();
+        for (int64_t i = 0; i < len; ++i) g[i] = static_cast<float>(c.rank() + 1) * static_cast<float>(i % 7 + step);
+        for (const Bucket& b : plan) r->ready(b.end);  // backward order: every bucket final in turn
+        r->finish();
+        const float ranks = static_cast<float>(n * (n + 1) / 2);  // 1 + 2 + ... + n
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < len; ++i) wrong += g[i] != ranks * static_cast<float>(i % 7 + step);
+        CHECK(wrong == 0);
+      }
+    }
 }
 
 TEST_CASE("overlap on or off and any threshold give bitwise the same training", "[mpi][buckets]") {

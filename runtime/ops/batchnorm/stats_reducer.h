@@ -1,7 +1,7 @@
 // StatsReducer: the interface synchronised batch normalisation sums its
-// per-channel statistics through (ops/batchnorm/batchnorm.h); the trainer's
+// per-channel statistics through (ops/batchnorm/batchnorm.h);
 // CommStatsReducer implements it over the job's communicator, and NCCL on a
-// GPU (launcher/reductions.h).
+// GPU (comm/stats_reducer.h).
 #pragma once
 
 #include <cstdint>
