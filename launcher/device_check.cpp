@@ -21,17 +21,18 @@ void check_cuda_device_usable() {
 AutoDevice choose_auto_device() {
 #ifdef LOCKSTEP_HAVE_CUDA
   const int n = cuda::device_count();
-  if (n > 0) return {"cuda", fmt::format("{} GPU{} visible", n, n == 1 ? "" : "s")};
-  return {"cpu", cuda::unavailable_reason()};
+  if (n > 0) return {DeviceKind::Cuda, fmt::format("{} GPU{} visible", n, n == 1 ? "" : "s")};
+  return {DeviceKind::Cpu, cuda::unavailable_reason()};
 #else
-  return {"cpu", "this build has no CUDA support"};
+  return {DeviceKind::Cpu, "this build has no CUDA support"};
 #endif
 }
 
-AutoLayout choose_auto_layout(const std::string& device, const std::string& precision) {
-  if (device != "cuda") return {"nchw", "the CPU"};
-  if (precision == "fp32") return {"nchw", "fp32 on the GPU"};
-  return {"nhwc", fmt::format("{} on the GPU: tensor-core convolutions read and write channels-last", precision)};
+AutoLayout choose_auto_layout(DeviceKind device, Precision precision) {
+  if (device != DeviceKind::Cuda) return {"nchw", "the CPU"};
+  if (precision == Precision::F32) return {"nchw", "fp32 on the GPU"};
+  return {"nhwc",
+          fmt::format("{} on the GPU: tensor-core convolutions read and write channels-last", name(precision))};
 }
 
 }  // namespace lockstep

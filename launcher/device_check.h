@@ -5,17 +5,19 @@
 
 #include <string>
 
+#include "options.h"
+
 namespace lockstep {
 
 // Throws InputError without CUDA support or without a usable GPU, saying which.
 void check_cuda_device_usable();
 
-// --device auto on this rank: "cuda" when this build has the CUDA parts and
+// --device auto on this rank: Cuda when this build has the CUDA parts and
 // the machine a visible GPU (CUDA_VISIBLE_DEVICES= hides them), else "cpu".
 // `why` says what was found, for the log and for errors of options that need
 // the GPU. Each rank chooses alone; the preflight check compares the choices.
 struct AutoDevice {
-  std::string device;
+  DeviceKind device;  // Cpu or Cuda
   std::string why;
 };
 AutoDevice choose_auto_device();
@@ -31,6 +33,6 @@ struct AutoLayout {
   std::string layout;
   std::string why;
 };
-AutoLayout choose_auto_layout(const std::string& device, const std::string& precision);
+AutoLayout choose_auto_layout(DeviceKind device, Precision precision);
 
 }  // namespace lockstep

@@ -25,8 +25,8 @@ namespace {
 
 // --comm auto: NCCL when every local rank can have a GPU of its own, else
 // staging through MPI (ranks sharing a GPU).
-std::string resolve_comm(const std::string& comm, int local_size) {
-  if (comm != "auto") return comm;
+std::string resolve_comm(GpuComm comm, int local_size) {
+  if (comm != GpuComm::Auto) return std::string(name(comm));
   return local_size <= cuda::device_count() ? "nccl" : "mpi";
 }
 
@@ -50,11 +50,11 @@ struct DeviceRuntime::Impl {
     ctx.set_conv_policy(policy);
     if (log && log->should_log(spdlog::level::debug))
       ctx.set_conv_report([log](const std::string& line) { log->debug("{}", line); });
-    if (c.precision == "fp16" || c.cuda_graph || c.clip_grad_norm > 0.f) {
+    if (c.precision == Precision::F16 || c.cuda_graph || c.clip_grad_norm > 0.f) {
       // fp16: dynamic; otherwise a fixed scale of 1 that carries a graph's
       // step scalars and clipping's factor.
       LossScaleConfig lc;
-      lc.dynamic = c.precision == "fp16";
+      lc.dynamic = c.precision == Precision::F16;
       lc.init_scale = lc.dynamic ? c.loss_scale : 1.f;
       lc.growth_interval = c.loss_scale_window;
       lc.max_grad_norm = c.clip_grad_norm;

@@ -10,23 +10,23 @@
 namespace lockstep {
 
 void check_option_combinations(const TrainConfig& c) {
-  LS_CHECK_INPUT(c.zero_stage == 0 || c.device != "cuda",
+  LS_CHECK_INPUT(c.zero_stage == 0 || c.device != DeviceKind::Cuda,
                  "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with --device cuda)");
-  LS_CHECK_INPUT(c.comm != "nccl" || c.device == "cuda", "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
-  LS_CHECK_INPUT(c.precision == "fp32" || c.device == "cuda",
-                 "--precision {}: needs --device cuda (the CPU computes in fp32)", c.precision);
-  LS_CHECK_INPUT(!c.cuda_graph || c.device == "cuda", "--cuda-graph: needs --device cuda");
-  LS_CHECK_INPUT(!c.cudnn_benchmark || c.device == "cuda", "--cudnn-benchmark: needs --device cuda");
-  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.device != "cuda",
+  LS_CHECK_INPUT(c.comm != GpuComm::Nccl || c.device == DeviceKind::Cuda, "--comm nccl: needs --device cuda (CPU gradients go over MPI)");
+  LS_CHECK_INPUT(c.precision == Precision::F32 || c.device == DeviceKind::Cuda,
+                 "--precision {}: needs --device cuda (the CPU computes in fp32)", name(c.precision));
+  LS_CHECK_INPUT(!c.cuda_graph || c.device == DeviceKind::Cuda, "--cuda-graph: needs --device cuda");
+  LS_CHECK_INPUT(!c.cudnn_benchmark || c.device == DeviceKind::Cuda, "--cudnn-benchmark: needs --device cuda");
+  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.device != DeviceKind::Cuda,
                  "--conv-algorithm {}: chooses the CPU's convolutions (on the GPU cuDNN chooses; see --cudnn-benchmark)",
                  c.conv_algorithm);
   LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.layout == "nchw",
                  "--conv-algorithm {}: needs --layout nchw (NHWC convolutions on the CPU are always im2col + GEMM)",
                  c.conv_algorithm);
-  LS_CHECK_INPUT(c.cudnn_deterministic || c.device == "cuda", "--cudnn-nondeterministic: needs --device cuda");
-  LS_CHECK_INPUT(c.cudnn_workspace_mb == TrainConfig{}.cudnn_workspace_mb || c.device == "cuda",
+  LS_CHECK_INPUT(c.cudnn_deterministic || c.device == DeviceKind::Cuda, "--cudnn-nondeterministic: needs --device cuda");
+  LS_CHECK_INPUT(c.cudnn_workspace_mb == TrainConfig{}.cudnn_workspace_mb || c.device == DeviceKind::Cuda,
                  "--cudnn-workspace-mb: needs --device cuda");
-  LS_CHECK_INPUT(!c.cuda_graph || c.comm != "mpi",
+  LS_CHECK_INPUT(!c.cuda_graph || c.comm != GpuComm::Mpi,
                  "--cuda-graph and --comm mpi: a graph cannot hold the host-staged gradient average (use NCCL)");
   LS_CHECK_INPUT(!c.cuda_graph || c.accumulate_steps == 1,
                  "--cuda-graph and --accumulate-steps {}: the captured step is one forward and backward",
@@ -61,13 +61,13 @@ std::string auto_device_note(const TrainConfig& c, const std::string& message) {
   if (c.device_auto_why.empty()) return "";
   if (message.find("--device") == std::string::npos && message.find("GPU") == std::string::npos) return "";
   TrainConfig other = c;
-  other.device = c.device == "cuda" ? "cpu" : "cuda";
+  other.device = c.device == DeviceKind::Cuda ? DeviceKind::Cpu : DeviceKind::Cuda;
   try {
     check_option_combinations(other);
   } catch (const InputError& e) {
     if (e.message() == message) return "";  // the same error on either device
   }
-  return fmt::format("; --device auto chose the {}: {}", c.device == "cuda" ? "GPU" : "CPU", c.device_auto_why);
+  return fmt::format("; --device auto chose the {}: {}", c.device == DeviceKind::Cuda ? "GPU" : "CPU", c.device_auto_why);
 }
 
 }  // namespace lockstep

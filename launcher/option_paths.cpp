@@ -34,7 +34,7 @@ void check_option_paths(const TrainConfig& c, bool rank0) {
   namespace fs = std::filesystem;
   if (c.dataset != "synthetic")
     LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
-  if (c.device == "cuda") check_cuda_device_usable();
+  if (c.device == DeviceKind::Cuda) check_cuda_device_usable();
   if (!c.timeline.empty()) {  // every rank writes its own trace
     const fs::path p(c.timeline);
     const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");

@@ -82,6 +82,16 @@ std::string one_of(const std::string& flag, const std::string& value, std::initi
   LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
 }
 
+// The enum whose name() is `value`, else an input error listing the names.
+template <typename E>
+E parse_choice(const std::string& flag, const std::string& value, std::initializer_list<E> all) {
+  for (E e : all)
+    if (value == name(e)) return e;
+  std::string list;
+  for (E e : all) list += (list.empty() ? "" : ", ") + std::string(name(e));
+  LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
+}
+
 cxxopts::Options make_options() {
   TrainConfig d;  // defaults shown in --help
   cxxopts::Options o("trainer", "lockstep trainer: synchronous data-parallel training of the built-in models.\n"
@@ -146,11 +156,11 @@ cxxopts::Options make_options() {
       ("threads", "compute threads per process (0 = cores / processes on this host)", s("0"))
       ("loader-threads", "threads assembling each batch: reading, synthesising, augmenting (0 = auto: 1 with "
        "--device cpu; with cuda, the host's cores per process minus 1, at most 4)", s("0"))
-      ("device", "auto (the GPU when this machine has one, else the CPU), cpu or cuda", s(d.device))
+      ("device", "auto (the GPU when this machine has one, else the CPU), cpu or cuda", s(std::string(name(d.device))))
       ("comm", "GPU gradient averaging: auto (nccl when every local rank has a GPU of its own), nccl, or mpi "
-       "(staged through pinned host memory; ranks may share a GPU)", s(d.comm))
+       "(staged through pinned host memory; ranks may share a GPU)", s(std::string(name(d.comm))))
       ("precision", "fp32, bf16 or fp16 (GPU: 16-bit activations and tensor-core math, fp32 weights, gradients "
-       "and gradient averaging; fp16 with dynamic loss scaling)", s(d.precision))
+       "and gradient averaging; fp16 with dynamic loss scaling)", s(std::string(name(d.precision))))
       ("loss-scale", "fp16: the initial loss scale (halved on a step with inf/NaN gradients, which is skipped; "
        "doubled after --loss-scale-window finite steps)", f(d.loss_scale))
       ("loss-scale-window", "fp16: finite steps in a row before the loss scale doubles",
@@ -175,7 +185,7 @@ cxxopts::Options make_options() {
        "llm.c's -z 1): gradients are reduce-scattered, each rank updates its 1/N of the parameters with its 1/N of "
        "the state, then the parameters are allgathered. The same results as 0 (CPU path)",
        s(std::to_string(d.zero_stage)))
-      ("grad-op", "how gradients combine over ranks: average or sum", s(d.grad_op))
+      ("grad-op", "how gradients combine over ranks: average or sum", s(std::string(name(d.grad_op))))
       ("fusion-threshold-mb", "largest gradient bucket reduced at once (MB)", f(d.fusion_threshold_mb))
       ("first-bucket-mb", "cap of the first gradient bucket, so communication starts early (MB)",
        f(d.first_bucket_mb))
@@ -363,7 +373,7 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
   }
   LS_CHECK_INPUT(r.unmatched().empty(), "unexpected argument '{}'", r.unmatched().front());
   convert(r, c);
-  if (c.device == "auto") {  // this rank's choice; the preflight check compares every rank's
+  if (c.device == DeviceKind::Auto) {  // this rank's choice; the preflight check compares every rank's
     AutoDevice a = choose_auto_device();
     c.device = std::move(a.device);
     c.device_auto_why = std::move(a.why);
@@ -500,9 +510,9 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   const int64_t loader_threads = non_negative("loader-threads");
   LS_CHECK_INPUT(loader_threads <= 64, "--loader-threads: {} is more than 64", loader_threads);
   c.loader_threads = static_cast<int>(loader_threads);
-  c.device = one_of("device", str("device"), {"auto", "cpu", "cuda"});
-  c.comm = one_of("comm", str("comm"), {"auto", "nccl", "mpi"});
-  c.precision = one_of("precision", str("precision"), {"fp32", "bf16", "fp16"});
+  c.device = parse_choice("device", str("device"), {DeviceKind::Auto, DeviceKind::Cpu, DeviceKind::Cuda});
+  c.comm = parse_choice("comm", str("comm"), {GpuComm::Auto, GpuComm::Nccl, GpuComm::Mpi});
+  c.precision = parse_choice("precision", str("precision"), {Precision::F32, Precision::BF16, Precision::F16});
   c.loss_scale = flt("loss-scale");
   LS_CHECK_INPUT(c.loss_scale >= 1.f && c.loss_scale <= 16777216.f, "--loss-scale: {} must be from 1 to 2^24",
                  c.loss_scale);
@@ -518,7 +528,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.layout = one_of("layout", str("layout"), {"auto", "nchw", "nhwc"});
   c.conv_algorithm = one_of("conv-algorithm", str("conv-algorithm"), {"auto", "im2col", "winograd"});
   c.zero_stage = std::stoi(one_of("zero-stage", str("zero-stage"), {"0", "1"}));
-  c.grad_op = one_of("grad-op", str("grad-op"), {"average", "sum"});
+  c.grad_op = parse_choice("grad-op", str("grad-op"), {GradOp::Average, GradOp::Sum});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
   LS_CHECK_INPUT(c.fusion_threshold_mb > 0.f && c.fusion_threshold_mb <= 4096.f,
                  "--fusion-threshold-mb: {} must be in (0, 4096]", c.fusion_threshold_mb);
@@ -592,5 +602,12 @@ bool under_job_launcher() {
     if (std::getenv(v) != nullptr) return true;
   return false;
 }
+
+std::string_view name(DeviceKind d) {
+  return d == DeviceKind::Cpu ? "cpu" : d == DeviceKind::Cuda ? "cuda" : "auto";
+}
+std::string_view name(Precision p) { return p == Precision::BF16 ? "bf16" : p == Precision::F16 ? "fp16" : "fp32"; }
+std::string_view name(GpuComm c) { return c == GpuComm::Nccl ? "nccl" : c == GpuComm::Mpi ? "mpi" : "auto"; }
+std::string_view name(GradOp g) { return g == GradOp::Sum ? "sum" : "average"; }
 
 }  // namespace lockstep

@@ -7,9 +7,21 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lockstep {
+
+// The choices the trainer branches on, parsed once here; name() gives the
+// option's spelling back for messages and records.
+enum class DeviceKind { Auto, Cpu, Cuda };  // Auto: only until parse_train_options resolves it
+enum class Precision { F32, BF16, F16 };
+enum class GpuComm { Auto, Nccl, Mpi };
+enum class GradOp { Average, Sum };
+std::string_view name(DeviceKind d);  // "auto", "cpu", "cuda"
+std::string_view name(Precision p);   // "fp32", "bf16", "fp16"
+std::string_view name(GpuComm c);     // "auto", "nccl", "mpi"
+std::string_view name(GradOp g);      // "average", "sum"
 
 // Where an option's effective value came from, for the configuration log.
 struct OptionSetting {
@@ -60,9 +72,9 @@ struct TrainConfig {
   // execution
   int threads = 0;  // 0 = cores / local processes
   int loader_threads = 0;  // threads assembling each batch; 0 = auto (1 on the CPU, up to 4 spare cores on a GPU)
-  std::string device = "auto";            // cpu | cuda once parsed (auto: the GPU when there is one)
-  std::string comm = "auto";              // GPU gradient transport: auto, nccl or mpi (staged through host memory)
-  std::string precision = "fp32";         // fp32, or bf16/fp16 activations with fp32 master weights (GPU)
+  DeviceKind device = DeviceKind::Auto;   // cpu | cuda once parsed (auto: the GPU when there is one)
+  GpuComm comm = GpuComm::Auto;           // GPU gradient transport: auto, nccl or mpi (staged through host memory)
+  Precision precision = Precision::F32;   // fp32, or bf16/fp16 activations with fp32 master weights (GPU)
   float loss_scale = 65536.f;             // fp16: initial dynamic loss scale (torch GradScaler's default)
   int loss_scale_window = 2000;           // fp16: finite steps before the scale doubles
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
@@ -72,7 +84,7 @@ struct TrainConfig {
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
   bool cudnn_deterministic = true;        // GPU: deterministic convolution algorithms only (--cudnn-nondeterministic)
   int64_t cudnn_workspace_mb = 512;       // GPU: most scratch one cuDNN convolution call may use (MiB)
-  std::string grad_op = "average";  // average | sum over ranks
+  GradOp grad_op = GradOp::Average;  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
   std::string overlap = "auto";     // reduce buckets during backward: auto | on | off (--no-overlap: off;

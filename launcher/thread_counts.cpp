@@ -30,7 +30,7 @@ ThreadCounts thread_counts(const TrainConfig& c, int local_ranks, int cores) {
   const int per_rank = std::max(1, cores / std::max(1, local_ranks));
   ThreadCounts t;
   t.compute = c.threads > 0 ? c.threads : per_rank;
-  t.loader = c.loader_threads > 0 ? c.loader_threads : c.device == "cuda" ? std::clamp(per_rank - 1, 1, 4) : 1;
+  t.loader = c.loader_threads > 0 ? c.loader_threads : c.device == DeviceKind::Cuda ? std::clamp(per_rank - 1, 1, 4) : 1;
   return t;
 }
 

@@ -116,14 +116,14 @@ void Trainer::setup() {
   model_->net().set_conv_algorithm(c_.conv_algorithm == "im2col"     ? ops::ConvAlgo::Im2col
                                    : c_.conv_algorithm == "winograd" ? ops::ConvAlgo::Winograd
                                                                      : ops::ConvAlgo::Auto);
-  if (c_.device == "cuda") {  // parameters, gradients, buffers and optimizer state move to the GPU
+  if (c_.device == DeviceKind::Cuda) {  // parameters, gradients, buffers and optimizer state move to the GPU
     dev_ = std::make_unique<DeviceRuntime>(c_, comm_, log_);
     model_->to(dev_->device_allocator());
     opt_->use_gpu(dev_->gpu());
     // Mixed precision: the input is rounded to bf16/fp16 once; weights stay
     // fp32. fp16's updates follow the device's loss-scale decision.
-    if (c_.precision == "bf16") model_->net().set_compute_dtype(DType::BF16);
-    if (c_.precision == "fp16") model_->net().set_compute_dtype(DType::F16);
+    if (c_.precision == Precision::BF16) model_->net().set_compute_dtype(DType::BF16);
+    if (c_.precision == Precision::F16) model_->net().set_compute_dtype(DType::F16);
     // fp16's loss scale, or a graph's device-side step scalars (--cuda-graph).
     if (dev_->loss_scaler()) opt_->use_loss_scale(dev_->loss_scaler()->state_dev());
   }
@@ -137,6 +137,7 @@ void Trainer::setup() {
   eval_sampler_ = std::make_unique<EvalSampler>(test_->size(), eval_batch_, world, comm_.rank());
   steps_per_epoch_ = sampler_->steps_per_epoch();
   total_steps_ = c_.max_steps > 0 ? std::min(c_.max_steps, c_.epochs * steps_per_epoch_) : c_.epochs * steps_per_epoch_;
+  cadence_ = StepCadence(c_, comm_.rank(), total_steps_);
   epochs_ = (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_;
 
   sched_ = make_lr_schedule(c_, global_batch_, steps_per_epoch_, total_steps_);  // --lr-scaling, warmup
@@ -165,7 +166,7 @@ void Trainer::setup() {
 
 DistributedOptions Trainer::distributed_options() const {
   DistributedOptions o;
-  o.average = c_.grad_op == "average";
+  o.average = c_.grad_op == GradOp::Average;
   o.bucket_bytes = static_cast<int64_t>(c_.fusion_threshold_mb * 1024.0 * 1024.0);
   o.first_bucket_bytes = static_cast<int64_t>(c_.first_bucket_mb * 1024.0 * 1024.0);
   o.overlap = overlap_.on;
@@ -273,7 +274,7 @@ void Trainer::start() {
   // resumes its loss scale.
   if (dev_ && dev_->loss_scaler()) {
     LossScaleState st = dev_->loss_scaler()->initial();
-    if (c_.precision == "fp16" && resumed_loss_scale_.scale > 0.f) {
+    if (c_.precision == Precision::F16 && resumed_loss_scale_.scale > 0.f) {
       st.scale = resumed_loss_scale_.scale;
       st.good_steps = static_cast<int32_t>(std::min<int64_t>(resumed_loss_scale_.good_steps, INT32_MAX));
       st.skipped = resumed_loss_scale_.skipped;
@@ -310,7 +311,7 @@ void Trainer::check_loss(const LossAccumulator& train_loss) {
     dev_->wait_graph_steps();
     dopt_->drain();
   }
-  const bool fp16 = c_.precision == "fp16";
+  const bool fp16 = c_.precision == Precision::F16;
   const double l = train_loss.read().loss_sum;
   LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr{})", l,
            dev_ ? "by" : "at", progress_.step, fp16 ? ", or --precision bf16" : "");
@@ -323,31 +324,76 @@ void Trainer::check_loss(const LossAccumulator& train_loss) {
   }
 }
 
-void Trainer::graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
+void Trainer::forward_backward(Sequential& net, const Batch& b, const ForwardContext& fctx, int micro,
+                               LossAccumulator& train_loss, float batch_mean, bool check) {
+  const Tensor& logits = net.forward(b.images, fctx);
+  train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
+  if (check) check_loss(train_loss);
+  Tensor dlogits = net.output_grad();
+  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // fp16, --cuda-graph or --clip-grad-norm
+  softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
+                                 c_.precision == Precision::F16 ? scaler->scale_dev() : nullptr);
+  dopt_->begin_backward(micro == c_.accumulate_steps - 1);  // buckets go out only during the last backward
+  net.backward(BackwardContext{micro > 0, bn_sync_.get(), gpu()});
+}
+
+void Trainer::train_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
                          bool epoch_end) {
-  const Batch& b = next_batch(loader);
-  // The learning rate and step counter go to device memory, where the
-  // captured kernels read them (the optimizer through the step state,
-  // dropout through the context); host values in a graph would be frozen.
-  const DeviceRuntime::StepScalars sp = dev_->set_step(sched_.lr(progress_.step), progress_.step);
-  LossScaler* const scaler = dev_->loss_scaler();
-  scaler->read_lr_from(sp.lr);
-  const bool fp16 = c_.precision == "fp16";
-  ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(0), bn_sync_.get(), gpu()};
-  fctx.step_dev = sp.step;
-  // Queued work only: no host reads (the loss check follows the step).
-  const auto how = dev_->run_step(b.images.raw_data(), [&] {
-    const Tensor& logits = net.forward(b.images, fctx);
-    train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
-    Tensor dlogits = net.output_grad();
-    softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
-                                   fp16 ? scaler->scale_dev() : nullptr);
-    dopt_->begin_backward(true);
-    net.backward(BackwardContext{false, bn_sync_.get(), gpu()});
-    dopt_->step(sched_.lr(progress_.step));
-  });
-  if (how == DeviceRuntime::StepRun::Replayed) train_loss.count_replayed(b.labels.size(0));
-  if (progress_.step % kGpuLossCheckEvery == 0 || epoch_end) check_loss(train_loss);
+  const float lr = sched_.lr(progress_.step);
+  // A non-finite loss makes the running sum non-finite: the CPU checks every
+  // step; the GPU every kGpuLossCheckEvery steps and at the epoch's end (each
+  // check waits for the device).
+  const bool check = !dev_ || progress_.step % kGpuLossCheckEvery == 0 || epoch_end;
+  if (c_.cuda_graph) {
+    const Batch& b = next_batch(loader);
+    // The learning rate and step counter go to device memory, where the
+    // captured kernels read them (the optimizer through the step state,
+    // dropout through the context); host values in a graph would be frozen.
+    const DeviceRuntime::StepScalars sp = dev_->set_step(lr, progress_.step);
+    dev_->loss_scaler()->read_lr_from(sp.lr);
+    ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(0), bn_sync_.get(), gpu()};
+    fctx.step_dev = sp.step;
+    // Queued work only, no host reads: the loss check follows the step.
+    const auto how = dev_->run_step(b.images.raw_data(), [&] {
+      forward_backward(net, b, fctx, 0, train_loss, batch_mean, false);
+      dopt_->step(lr);
+    });
+    if (how == DeviceRuntime::StepRun::Replayed) train_loss.count_replayed(b.labels.size(0));
+    if (check) check_loss(train_loss);
+    return;
+  }
+  for (int micro = 0; micro < c_.accumulate_steps; ++micro) {
+    const auto t_wait = Clock::now();
+    const Batch& b = next_batch(loader);
+    if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
+    const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro), bn_sync_.get(), gpu()};
+    forward_backward(net, b, fctx, micro, train_loss, batch_mean, check);
+  }
+  dopt_->step(lr);
+}
+
+void Trainer::inject_fault(StepCadence::Fault fault) {
+  if (fault == StepCadence::Fault::Error) LS_THROW("fault injected: an error after step {}", progress_.step);
+  if (fault != StepCadence::Fault::ReplicaDrift) return;
+  if (dev_) dev_->wait_graph_steps();
+  dopt_->wait_parameters();
+  Tensor first = model_->params().values().slice(0, Shape{1});
+  Tensor h = on_host(first);
+  h.data<float>()[0] += 1e-3f;
+  first.copy_from(h);
+  log_->warn("fault injected: parameter 0 changed after step {}", progress_.step);
+}
+
+bool Trainer::stop_agreed(TrainSummary& sum, bool checkpointed) {
+  if (!stop_source_ || (sum.stopped_by = agree_on_stop()) == 0) return false;
+  if (!checkpointed) checkpoint();
+  // No rank exits before rank 0 has the checkpoint on disk: a launcher ends
+  // the whole job at the first non-zero exit.
+  if (comm_.size() > 1) {
+    CollectiveScope scope(&tracker_, CollectiveKind::StepAgreement, 1);
+    comm_.barrier();
+  }
+  return true;
 }
 
 TrainSummary Trainer::run() {
@@ -387,11 +433,27 @@ TrainSummary Trainer::run_steps() {
   std::vector<int64_t> epoch_numbers;
   const int epoch_digits = static_cast<int>(std::to_string(epochs_).size());
   const float batch_mean = 1.f / static_cast<float>(micro_batch_ * K);
-  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // fp16, --cuda-graph or --clip-grad-norm
   // On the GPU the sums stay on the device until read; one accumulator for the
   // whole run (reset each epoch), so a captured step's pointers into it hold.
   LossAccumulator train_loss;
-  const bool fp16 = c_.precision == "fp16";
+  const bool fp16 = c_.precision == Precision::F16;
+  // A step's time since the last (each epoch's first: since the epoch began),
+  // into the summary's figures or, for the first kWarmupSteps, its warm-up.
+  Clock::time_point tick;
+  const auto time_step = [&] {
+    const auto now = Clock::now();
+    const double data_wait = loader.take_wait_seconds();  // every step: the warm-up's waits are dropped
+    if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
+      step_seconds.push_back(std::chrono::duration<double>(now - tick).count());
+      sum.data_wait_seconds += data_wait;
+      // With --cuda-graph the collectives run inside the replayed graph, out of
+      // the host's sight: only eager and capture steps can be measured.
+      if (!c_.cuda_graph || !dev_->last_step_replayed()) sum.comm_wait_seconds += dopt_->last_comm_wait_seconds();
+    } else {
+      sum.warmup_seconds += std::chrono::duration<double>(now - tick).count();
+    }
+    tick = now;
+  };
   if (c_.benchmark_input == "fixed") make_fixed_batch(loader);
 
   while (progress_.step < total_steps_) {
@@ -418,89 +480,38 @@ TrainSummary Trainer::run_steps() {
     records.begin_epoch();
     double bar_loss = 0;
     const auto t_epoch = Clock::now();
-    auto tick = t_epoch;
+    tick = t_epoch;
     for (int64_t s = 0; s < steps_now; ++s) {
+      const bool last_of_epoch = s + 1 == steps_now;
       tracker_.set_step(progress_.step + 1);  // the step being worked on, counted from 1
       if (dev_) dev_->begin_step();
-      if (c_.cuda_graph) {
-        graph_step(net, loader, train_loss, batch_mean, s + 1 == steps_now);
-      } else {
-        for (int micro = 0; micro < K; ++micro) {
-          const auto t_wait = Clock::now();
-          const Batch& b = next_batch(loader);
-          if (timeline_) timeline_->span("data wait", "data", Timeline::kCompute, t_wait, Clock::now());
-          const ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(micro),
-                                    bn_sync_.get(), gpu()};
-          const Tensor& logits = net.forward(b.images, fctx);
-          train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
-          // A non-finite loss makes the running sum non-finite: the CPU checks every
-          // step; the GPU every kGpuLossCheckEvery steps (each check waits for it).
-          if (!dev_ || progress_.step % kGpuLossCheckEvery == 0 || s + 1 == steps_now) check_loss(train_loss);
-          Tensor dlogits = net.output_grad();
-          softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
-                                         fp16 ? scaler->scale_dev() : nullptr);
-          dopt_->begin_backward(micro == K - 1);  // buckets go out only during the last backward
-          net.backward(BackwardContext{micro > 0, bn_sync_.get(), gpu()});
-        }
-        dopt_->step(sched_.lr(progress_.step));
-      }
+      train_step(net, loader, train_loss, batch_mean, last_of_epoch);
       ++progress_.step;
-      const bool inject_here =
-          (c_.inject_every_rank || c_.inject_rank == comm_.rank()) && c_.inject_step == progress_.step;
-      if (inject_here && c_.inject_kind == "error") LS_THROW("fault injected: an error after step {}", progress_.step);
-      if (inject_here && c_.inject_kind == "replica-drift") {  // --inject-fault
-        if (dev_) dev_->wait_graph_steps();
-        dopt_->wait_parameters();
-        Tensor first = model_->params().values().slice(0, Shape{1});
-        Tensor h = on_host(first);
-        h.data<float>()[0] += 1e-3f;
-        first.copy_from(h);
-        log_->warn("fault injected: parameter 0 changed after step {}", progress_.step);
-      }
-      if (c_.check_replicas_every > 0 && progress_.step % c_.check_replicas_every == 0) check_replicas();
-      if (++progress_.step_in_epoch == steps_per_epoch_) {
+      const bool epoch_end = ++progress_.step_in_epoch == steps_per_epoch_;
+      if (epoch_end) {
         ++progress_.epoch;
         progress_.step_in_epoch = 0;
       }
-      if (dev_ && s + 1 == steps_now) {  // the epoch's time includes its queued GPU work
-        dev_->wait_graph_steps();         // NCCL first: bounded by the timeout, errors named
+      // Between steps, every rank alike: injected faults, the replica check, a
+      // checkpoint, then the stop agreement (SIGTERM, SLURM's SIGUSR1).
+      const StepCadence::Due due = cadence_.after(progress_.step, epoch_end);
+      inject_fault(due.fault);
+      if (due.replica_check) check_replicas();
+      if (dev_ && last_of_epoch) {  // the epoch's time includes its queued GPU work
+        dev_->wait_graph_steps();   // NCCL first: bounded by the timeout, errors named
         dopt_->drain();
         dev_->synchronize();
       }
-      const auto now = Clock::now();
-      const double data_wait = loader.take_wait_seconds();  // every step: the warm-up's waits are dropped
-      if (progress_.step - first_step > kWarmupSteps || total_steps_ - first_step <= kWarmupSteps) {
-        step_seconds.push_back(std::chrono::duration<double>(now - tick).count());
-        sum.data_wait_seconds += data_wait;
-        // With --cuda-graph the collectives run inside the replayed graph, out of
-        // the host's sight: only eager and capture steps can be measured.
-        if (!c_.cuda_graph || !dev_->last_step_replayed()) sum.comm_wait_seconds += dopt_->last_comm_wait_seconds();
-      } else {
-        sum.warmup_seconds += std::chrono::duration<double>(now - tick).count();
-      }
-      tick = now;
+      time_step();
       // GPU memory: the timed steps' own peak from here (races, captures and first-step growth before).
       if (dev_ && progress_.step - first_step == kWarmupSteps) dev_->mark_steady_state();
-      // Every rank decides from the same counters, so checkpoints are taken at the same step.
-      const bool epoch_end = progress_.step_in_epoch == 0;
-      const bool scheduled = (c_.checkpoint_every > 0 && progress_.step % c_.checkpoint_every == 0) || epoch_end ||
-                             progress_.step == total_steps_;
-      if (scheduled) checkpoint();
-      // A stop request on any rank (SIGTERM, SLURM's SIGUSR1) stops every rank
-      // here, at the same step, with a checkpoint.
-      if (stop_source_ && (sum.stopped_by = agree_on_stop()) != 0) {
-        if (!scheduled) checkpoint();
-        // No rank exits before rank 0 has the checkpoint on disk: a launcher
-        // ends the whole job at the first non-zero exit.
-        if (world > 1) {
-          CollectiveScope scope(&tracker_, CollectiveKind::StepAgreement, 1);
-          comm_.barrier();
-        }
+      if (due.checkpoint) checkpoint();
+      if (stop_agreed(sum, due.checkpoint)) {
         bar.clear();
         break;
       }
       // Rank 0's running loss for the bar and TensorBoard (on the GPU each read waits).
-      if ((progress_on || records.wants_steps()) && (!dev_ || s % kGpuLossCheckEvery == 0 || s + 1 == steps_now)) {
+      if ((progress_on || records.wants_steps()) && (!dev_ || s % kGpuLossCheckEvery == 0 || last_of_epoch)) {
         if (dev_) dev_->wait_graph_steps();
         const LossStats l = train_loss.read();
         bar_loss = l.count > 0 ? l.loss_sum / static_cast<double>(l.count) : 0.0;
@@ -509,7 +520,7 @@ TrainSummary Trainer::run_steps() {
                                                                        : std::nullopt);
       }
       bar.update(s + 1, bar_loss, static_cast<double>((s + 1) * micro_batch_ * K * world) / seconds_since(t_epoch),
-                 s + 1 == steps_now);
+                 last_of_epoch);
     }
     if (sum.stopped_by != 0) break;
     const double train_s = seconds_since(t_epoch);

@@ -39,6 +39,7 @@
 #include "options.h"
 #include "preflight.h"
 #include "profiling/timeline.h"
+#include "step_cadence.h"
 #include "thread_counts.h"
 
 namespace lockstep {
@@ -108,11 +109,23 @@ class Trainer {
   // --clip-grad-norm: the last update's gradient norm before clipping, and the
   // updates clipped since this process started (GPU: waits for the device).
   std::pair<double, int64_t> clip_state();
-  // --cuda-graph: one training step (one micro-batch) through
-  // DeviceRuntime::run_step, the loss checked every kGpuLossCheckEvery steps
-  // and at `epoch_end`.
-  void graph_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
+  // One optimizer step: the forward and backward of each of the
+  // --accumulate-steps micro-batches, then the update; with --cuda-graph the
+  // same step (one micro-batch) captured once through DeviceRuntime::run_step
+  // and replayed. The loss is checked every step on the CPU, every
+  // kGpuLossCheckEvery steps and at `epoch_end` on the GPU.
+  void train_step(Sequential& net, PrefetchLoader& loader, LossAccumulator& train_loss, float batch_mean,
                   bool epoch_end);
+  // Micro-batch `micro`'s forward, loss and backward (its gradients reduced
+  // when it is the last); `check`: the loss checked before the backward.
+  void forward_backward(Sequential& net, const Batch& b, const ForwardContext& fctx, int micro,
+                        LossAccumulator& train_loss, float batch_mean, bool check);
+  // --inject-fault, when the cadence says this rank's fault is due.
+  void inject_fault(StepCadence::Fault fault);
+  // Collective after every step with a stop source: true when some rank was
+  // asked to stop (sum.stopped_by), after a checkpoint (unless `checkpointed`
+  // already) that every rank waits for.
+  bool stop_agreed(TrainSummary& sum, bool checkpointed);
   // The micro-step's batch: --benchmark-input fixed's one batch, or the
   // loader's next (on the GPU, its upload queued on the copy stream).
   const Batch& next_batch(PrefetchLoader& loader);
@@ -169,6 +182,7 @@ class Trainer {
   mutable CollectiveTracker tracker_;  // progress record (atomics), written from const paths too
   std::function<int()> stop_source_;
   int64_t replica_checks_ = 0;  // passed so far
+  StepCadence cadence_;         // what runs between steps (made in start())
   std::unique_ptr<StatsReducer> bn_sync_;  // --sync-batchnorm with more than one rank
   bool hierarchical_ = false;              // gradients summed within hosts, then along them
   std::string hierarchy_note_;             // why --hierarchical-allreduce on does not apply (empty: it does)

@@ -105,12 +105,12 @@ void Trainer::report_start() {
   if (!dev_ && !chosen.empty()) log_->info("device: the CPU{}", chosen);
   if (dev_)
     log_->info("device: {}{}{}{}", dev_->describe(), chosen,
-               c_.precision == "fp32"
+               c_.precision == Precision::F32
                    ? ""
                    : fmt::format("; precision {} (activations and tensor-core math in {}; fp32 weights, gradients "
                                  "and gradient averaging{})",
-                                 c_.precision, c_.precision,
-                                 c_.precision == "fp16"
+                                 name(c_.precision), name(c_.precision),
+                                 c_.precision == Precision::F16
                                      ? fmt::format("; dynamic loss scale from {}, doubled after {} finite steps",
                                                    c_.loss_scale, c_.loss_scale_window)
                                      : ""),
@@ -131,11 +131,11 @@ void Trainer::report_start() {
   if (resumed_from_)
     log_->info("resumed from {} at step {} (epoch {}, step {} of it){}", *resumed_from_, progress_.step,
                progress_.epoch + 1, progress_.step_in_epoch,
-               resumed_loss_scale_.scale > 0.f && c_.precision == "fp16"
+               resumed_loss_scale_.scale > 0.f && c_.precision == Precision::F16
                    ? fmt::format("; fp16 loss scale {}, {} steps skipped so far", resumed_loss_scale_.scale,
                                  resumed_loss_scale_.skipped)
                    : "");
-  if (dev_ && c_.layout == "nhwc" && c_.precision == "fp32" && c_.cudnn_deterministic && rank0())
+  if (dev_ && c_.layout == "nhwc" && c_.precision == Precision::F32 && c_.cudnn_deterministic && rank0())
     log_->warn("--layout nhwc in fp32: cuDNN's deterministic fp32 channels-last kernels can be far slower than NCHW "
                "(convnet on an H100: 786 against 10,541 img/s); NHWC is for 16-bit tensor cores (docs/gpu.md)");
   if (c_.sync_batchnorm && model_->buffers().params().empty())
@@ -245,7 +245,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   const StepFloor floor = step_floor(
       model_->net().forward_flops(sample), model_->net().forward_traffic(sample), sample.numel(), micro_batch_, K,
       model_->params().numel(), static_cast<int>(opt_->state_count()),
-      c_.device == "cuda" && c_.precision != "fp32" ? 2 : 4);
+      c_.device == DeviceKind::Cuda && c_.precision != Precision::F32 ? 2 : 4);
   nlohmann::json summary = {
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
       {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},

@@ -32,9 +32,9 @@ Fingerprint Trainer::fingerprint() const {
       {"buffers", param_signature(model_->buffers())},
       {"sync-batchnorm", c_.sync_batchnorm ? "on" : "off"},
       {"device", dev_ ? fmt::format("cuda, --comm {}", dev_->comm_mode()) : "cpu"},
-      {"precision", c_.precision == "fp16" ? fmt::format("fp16, loss scale from {}, window {}", c_.loss_scale,
+      {"precision", c_.precision == Precision::F16 ? fmt::format("fp16, loss scale from {}, window {}", c_.loss_scale,
                                                          c_.loss_scale_window)
-                                           : c_.precision},
+                                           : std::string(name(c_.precision))},
       {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
                               train_->sample_shape().str())},
       {"augment", augmentation(c_)},
@@ -51,7 +51,7 @@ Fingerprint Trainer::fingerprint() const {
       {"clip-grad-norm", fmt::format("{}", c_.clip_grad_norm)},
       {"seed", std::to_string(c_.seed)},
       {"zero-stage", std::to_string(c_.zero_stage)},
-      {"grad-op", c_.grad_op},
+      {"grad-op", std::string(name(c_.grad_op))},
       {"grad-compression", c_.grad_compression},
       {"hierarchical-allreduce", c_.hierarchical_allreduce},
       {"cuda-graph", c_.cuda_graph ? "on" : "off"},
@@ -91,7 +91,7 @@ void Trainer::checkpoint() {
     dopt_->drain();  // bounded waits for the NCCL work, so the read below cannot hang on a lost peer
     const LossScaleState st = dev_->read_loss_scale();
     info.optimizer_steps = st.applied;
-    if (c_.precision == "fp16") {
+    if (c_.precision == Precision::F16) {
       info.loss_scale = st.scale;
       info.loss_scale_good_steps = st.good_steps;
       info.skipped_steps = st.skipped;

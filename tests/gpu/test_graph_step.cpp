@@ -35,8 +35,8 @@ TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the ea
   if (w.size() != 1) return;  // bitwise equality is claimed for one rank (NCCL may pick other algorithms in graphs)
 
   TrainConfig c;
-  c.device = "cuda";
-  c.comm = "nccl";
+  c.device = DeviceKind::Cuda;
+  c.comm = GpuComm::Nccl;
   c.cuda_graph = true;
   c.collective_timeout_s = 120;
   DeviceRuntime dev(c, w);
