@@ -25,12 +25,12 @@ nlohmann::json settings_json(const TrainConfig& c) {
 
 std::string augmentation(const TrainConfig& c) {
   if (c.augment != "auto") return c.augment;
-  return c.dataset == "cifar10" ? "crop-flip" : "none";
+  return c.dataset == DatasetKind::Cifar10 ? "crop-flip" : "none";
 }
 
 std::string config_json(const TrainConfig& c) {
   nlohmann::json j = {{"model", c.model},
-                      {"dataset", c.dataset},
+                      {"dataset", name(c.dataset)},
                       {"data_dir", c.data_dir},
                       {"augment", augmentation(c)},
                       {"epochs", c.epochs},
@@ -55,7 +55,7 @@ std::string config_json(const TrainConfig& c) {
                       {"seed", c.seed},
                       {"zero_stage", c.zero_stage},
                       {"grad_op", name(c.grad_op)},
-                      {"grad_compression", c.grad_compression},
+                      {"grad_compression", name(c.grad_compression)},
                       {"hierarchical_allreduce", c.hierarchical_allreduce},
                       {"device", name(c.device)},
                       {"comm", name(c.comm)},
@@ -66,7 +66,7 @@ std::string config_json(const TrainConfig& c) {
                       {"cudnn_benchmark", c.cudnn_benchmark},
                       {"cudnn_deterministic", c.cudnn_deterministic},
                       {"cudnn_workspace_mb", c.cudnn_workspace_mb},
-                      {"layout", c.layout},
+                      {"layout", name(c.layout)},
                       {"conv_algorithm", c.conv_algorithm}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -29,9 +29,9 @@ AutoDevice choose_auto_device() {
 }
 
 AutoLayout choose_auto_layout(DeviceKind device, Precision precision) {
-  if (device != DeviceKind::Cuda) return {"nchw", "the CPU"};
-  if (precision == Precision::F32) return {"nchw", "fp32 on the GPU"};
-  return {"nhwc",
+  if (device != DeviceKind::Cuda) return {LayoutChoice::Nchw, "the CPU"};
+  if (precision == Precision::F32) return {LayoutChoice::Nchw, "fp32 on the GPU"};
+  return {LayoutChoice::Nhwc,
           fmt::format("{} on the GPU: tensor-core convolutions read and write channels-last", name(precision))};
 }
 

@@ -30,7 +30,7 @@ AutoDevice choose_auto_device();
 // internal: inputs, weights and checkpoints are the same either way.
 // `why` says which case applied, for the log.
 struct AutoLayout {
-  std::string layout;
+  LayoutChoice layout;  // Nchw or Nhwc
   std::string why;
 };
 AutoLayout choose_auto_layout(DeviceKind device, Precision precision);

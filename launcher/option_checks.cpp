@@ -20,7 +20,7 @@ void check_option_combinations(const TrainConfig& c) {
   LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.device != DeviceKind::Cuda,
                  "--conv-algorithm {}: chooses the CPU's convolutions (on the GPU cuDNN chooses; see --cudnn-benchmark)",
                  c.conv_algorithm);
-  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.layout == "nchw",
+  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.layout == LayoutChoice::Nchw,
                  "--conv-algorithm {}: needs --layout nchw (NHWC convolutions on the CPU are always im2col + GEMM)",
                  c.conv_algorithm);
   LS_CHECK_INPUT(c.cudnn_deterministic || c.device == DeviceKind::Cuda, "--cudnn-nondeterministic: needs --device cuda");
@@ -33,24 +33,24 @@ void check_option_combinations(const TrainConfig& c) {
                  c.accumulate_steps);
   LS_CHECK_INPUT(!c.cuda_graph || c.timeline.empty(),
                  "--cuda-graph and --timeline: a replayed step has no per-layer host spans to record");
-  LS_CHECK_INPUT(!c.benchmark || c.dataset == "synthetic",
+  LS_CHECK_INPUT(!c.benchmark || c.dataset == DatasetKind::Synthetic,
                  "--benchmark and --dataset {}: benchmark mode trains on synthetic data shaped for the model (drop "
-                 "--dataset)", c.dataset);
+                 "--dataset)", name(c.dataset));
   LS_CHECK_INPUT(c.benchmark || c.benchmark_input == TrainConfig{}.benchmark_input,
                  "--benchmark-input {}: needs --benchmark (training reads a new batch every step)", c.benchmark_input);
   LS_CHECK_INPUT(c.benchmark_input != "fixed" || c.augment != "crop-flip",
                  "--benchmark-input fixed and --augment crop-flip: the one fixed batch is made once, not augmented");
   LS_CHECK_INPUT(!c.benchmark || c.target_accuracy == 0.f,
                  "--benchmark and --target-accuracy: benchmark mode does not evaluate");
-  LS_CHECK_INPUT(c.image_size == 0 || c.dataset == "synthetic",
+  LS_CHECK_INPUT(c.image_size == 0 || c.dataset == DatasetKind::Synthetic,
                  "--image-size and --dataset {}: --image-size shapes synthetic samples (--dataset synthetic or "
-                 "--benchmark); {} keeps its own", c.dataset, c.dataset);
+                 "--benchmark); {} keeps its own", name(c.dataset), name(c.dataset));
   LS_CHECK_INPUT(c.eval || c.target_accuracy == 0.f, "--target-accuracy needs evaluation (drop --no-eval)");
   LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
   LS_CHECK_INPUT(c.lr_schedule != "step" || c.lr_step_epochs > 0.f, "--lr-schedule step needs --lr-step-epochs > 0");
   LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
-  LS_CHECK_INPUT(c.dataset != "cifar10" || c.data_dir != kFashionMnistDir,
+  LS_CHECK_INPUT(c.dataset != DatasetKind::Cifar10 || c.data_dir != kFashionMnistDir,
                  "--dataset cifar10 needs --data-dir: the directory of data_batch_1.bin ... data_batch_5.bin and "
                  "test_batch.bin (from {})",
                  kCifar10Url);

@@ -32,7 +32,7 @@ void check_writable(const char* flag, const std::filesystem::path& dir) {
 
 void check_option_paths(const TrainConfig& c, bool rank0) {
   namespace fs = std::filesystem;
-  if (c.dataset != "synthetic")
+  if (c.dataset != DatasetKind::Synthetic)
     LS_CHECK_INPUT(fs::is_directory(c.data_dir), "--data-dir: {} is not a directory", c.data_dir);
   if (c.device == DeviceKind::Cuda) check_cuda_device_usable();
   if (!c.timeline.empty()) {  // every rank writes its own trace

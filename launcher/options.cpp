@@ -104,7 +104,7 @@ cxxopts::Options make_options() {
   o.add_options("model and data")
       ("model", "model: " + models, s(d.model))
       ("dataset", "fashion-mnist, mnist-format (any MNIST-style IDX directory), cifar10 (binary format) or synthetic",
-       s(d.dataset))
+       s(std::string(name(d.dataset))))
       ("data-dir", "directory of the IDX files (cifar10: of data_batch_1.bin ... data_batch_5.bin, test_batch.bin)",
        s(kFashionMnistDir))
       ("augment", "training-batch augmentation: auto (crop-flip for cifar10, none otherwise), none, or crop-flip "
@@ -169,7 +169,7 @@ cxxopts::Options make_options() {
        "and replay it each step: one launch instead of one per kernel", cxxopts::value<bool>()->default_value("false"))
       ("layout", "memory order of 4-D activations: auto (nhwc for 16-bit precision on the GPU, else nchw), nchw, "
        "or nhwc (channels last, as GPU tensor cores read them); the same model, weights and checkpoints either way",
-       s(d.layout))
+       s(std::string(name(d.layout))))
       ("conv-algorithm", "CPU: how NCHW convolutions run: auto (Winograd for 3x3 and 5x5 stride-1 layers with at "
        "least 16 channels, im2col + GEMM for the rest), im2col (every layer: the fewest roundings), or winograd "
        "(every layer Winograd can take)", s(d.conv_algorithm))
@@ -204,7 +204,7 @@ cxxopts::Options make_options() {
        "on each of H hosts); bitwise the same sums. Needs the ranks grouped by host (mpirun's default), at least 2 "
        "on each: auto uses it where they are, on also says when they are not",
        s(d.hierarchical_allreduce))
-      ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(d.grad_compression))
+      ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(std::string(name(d.grad_compression))))
       ("collective-timeout", "seconds a collective may wait for other ranks before the job ends naming them (0 = no "
        "watchdog)", f(d.collective_timeout_s))
       ("check-replicas-every", "compare a checksum of every rank's parameters every this many steps and stop, naming "
@@ -378,9 +378,9 @@ ParseOutcome parse_train_options(int argc, char** argv, TrainConfig& c) {
     c.device = std::move(a.device);
     c.device_auto_why = std::move(a.why);
   }
-  if (c.layout == "auto") {  // follows from the device and the precision, so after the device's choice
+  if (c.layout == LayoutChoice::Auto) {  // follows from the device and the precision, so after the device's choice
     AutoLayout a = choose_auto_layout(c.device, c.precision);
-    c.layout = std::move(a.layout);
+    c.layout = a.layout;
     c.layout_auto_why = std::move(a.why);
   }
   try {
@@ -431,7 +431,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   const std::vector<std::string> known = models::model_names();
   LS_CHECK_INPUT(std::find(known.begin(), known.end(), c.model) != known.end(), "--model: '{}' is unknown (known: {})",
                  c.model, fmt::join(known, ", "));
-  c.dataset = one_of("dataset", str("dataset"), {"fashion-mnist", "mnist-format", "cifar10", "synthetic"});
+  c.dataset = parse_choice("dataset", str("dataset"), {DatasetKind::FashionMnist, DatasetKind::MnistFormat,
+                                                        DatasetKind::Cifar10, DatasetKind::Synthetic});
   c.data_dir = str("data-dir");
   c.augment = one_of("augment", str("augment"), {"auto", "none", "crop-flip"});
   // Synthetic samples take the model's input shape and class count unless
@@ -464,7 +465,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   // --benchmark: synthetic data unless --dataset says otherwise (check_option_combinations
   // refuses that), no evaluation, samples for the run's steps unless given.
   c.benchmark = r["benchmark"].as<bool>();
-  if (c.benchmark && !r.count("dataset")) c.dataset = "synthetic";
+  if (c.benchmark && !r.count("dataset")) c.dataset = DatasetKind::Synthetic;
   if (c.benchmark && !r.count("synthetic-samples")) c.synthetic_samples = 0;
   c.benchmark_input = one_of("benchmark-input", str("benchmark-input"), {"loader", "fixed"});
   c.epochs = positive("epochs");
@@ -525,7 +526,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.cudnn_workspace_mb = positive("cudnn-workspace-mb");
   LS_CHECK_INPUT(c.cudnn_workspace_mb <= 1048576, "--cudnn-workspace-mb: {} is more than 1048576 (1 TiB)",
                  c.cudnn_workspace_mb);
-  c.layout = one_of("layout", str("layout"), {"auto", "nchw", "nhwc"});
+  c.layout = parse_choice("layout", str("layout"), {LayoutChoice::Auto, LayoutChoice::Nchw, LayoutChoice::Nhwc});
   c.conv_algorithm = one_of("conv-algorithm", str("conv-algorithm"), {"auto", "im2col", "winograd"});
   c.zero_stage = std::stoi(one_of("zero-stage", str("zero-stage"), {"0", "1"}));
   c.grad_op = parse_choice("grad-op", str("grad-op"), {GradOp::Average, GradOp::Sum});
@@ -545,7 +546,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.collective_timeout_s = flt("collective-timeout");
   LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
                  "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);
-  c.grad_compression = one_of("grad-compression", str("grad-compression"), {"none", "fp16", "bf16"});
+  c.grad_compression = parse_choice("grad-compression", str("grad-compression"),
+                                    {GradCompression::None, GradCompression::F16, GradCompression::BF16});
   c.check_replicas_every = non_negative("check-replicas-every");
   c.inject_fault = str("inject-fault");
   if (!c.inject_fault.empty()) {
@@ -609,5 +611,15 @@ std::string_view name(DeviceKind d) {
 std::string_view name(Precision p) { return p == Precision::BF16 ? "bf16" : p == Precision::F16 ? "fp16" : "fp32"; }
 std::string_view name(GpuComm c) { return c == GpuComm::Nccl ? "nccl" : c == GpuComm::Mpi ? "mpi" : "auto"; }
 std::string_view name(GradOp g) { return g == GradOp::Sum ? "sum" : "average"; }
+std::string_view name(DatasetKind d) {
+  return d == DatasetKind::MnistFormat ? "mnist-format"
+         : d == DatasetKind::Cifar10   ? "cifar10"
+         : d == DatasetKind::Synthetic ? "synthetic"
+                                       : "fashion-mnist";
+}
+std::string_view name(LayoutChoice l) { return l == LayoutChoice::Nchw ? "nchw" : l == LayoutChoice::Nhwc ? "nhwc" : "auto"; }
+std::string_view name(GradCompression g) {
+  return g == GradCompression::F16 ? "fp16" : g == GradCompression::BF16 ? "bf16" : "none";
+}
 
 }  // namespace lockstep

@@ -18,10 +18,16 @@ enum class DeviceKind { Auto, Cpu, Cuda };  // Auto: only until parse_train_opti
 enum class Precision { F32, BF16, F16 };
 enum class GpuComm { Auto, Nccl, Mpi };
 enum class GradOp { Average, Sum };
+enum class DatasetKind { FashionMnist, MnistFormat, Cifar10, Synthetic };
+enum class LayoutChoice { Auto, Nchw, Nhwc };  // Auto: only until parse_train_options resolves it
+enum class GradCompression { None, F16, BF16 };
 std::string_view name(DeviceKind d);  // "auto", "cpu", "cuda"
 std::string_view name(Precision p);   // "fp32", "bf16", "fp16"
 std::string_view name(GpuComm c);     // "auto", "nccl", "mpi"
 std::string_view name(GradOp g);      // "average", "sum"
+std::string_view name(DatasetKind d);  // "fashion-mnist", "mnist-format", "cifar10", "synthetic"
+std::string_view name(LayoutChoice l);  // "auto", "nchw", "nhwc"
+std::string_view name(GradCompression g);  // "none", "fp16", "bf16"
 
 // Where an option's effective value came from, for the configuration log.
 struct OptionSetting {
@@ -33,7 +39,7 @@ struct OptionSetting {
 struct TrainConfig {
   // model and data
   std::string model = "lenet";
-  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist-format | cifar10 | synthetic
+  DatasetKind dataset = DatasetKind::FashionMnist;  // fashion-mnist | mnist-format | cifar10 | synthetic
   std::string data_dir;                   // default: /usr/share/datasets/fashion-mnist
   std::string augment = "auto";           // auto (crop-flip for cifar10, else none) | none | crop-flip
   std::vector<int64_t> synthetic_shape{1, 28, 28};  // default: the model's input (models/registry.h)
@@ -78,7 +84,7 @@ struct TrainConfig {
   float loss_scale = 65536.f;             // fp16: initial dynamic loss scale (torch GradScaler's default)
   int loss_scale_window = 2000;           // fp16: finite steps before the scale doubles
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
-  std::string layout = "auto";            // memory order of 4-D activations: nchw or nhwc once parsed (tensor/layout.h;
+  LayoutChoice layout = LayoutChoice::Auto;  // memory order of 4-D activations: nchw or nhwc once parsed (tensor/layout.h;
                                           // auto: nhwc for 16-bit on the GPU, device_check.h)
   std::string conv_algorithm = "auto";    // CPU convolutions: auto, im2col or winograd (ops/conv/conv2d_cpu.h)
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
@@ -91,7 +97,7 @@ struct TrainConfig {
                                     // auto is resolved by the trainer, thread_counts.h)
   bool sync_batchnorm = false;      // batch norm statistics over all ranks' samples, not each rank's
   std::string hierarchical_allreduce = "auto";  // across hosts, sum within each host, then along them: auto | on | off
-  std::string grad_compression = "none";  // none | fp16 | bf16
+  GradCompression grad_compression = GradCompression::None;  // none | fp16 | bf16
   float collective_timeout_s = 300.f;     // watchdog: a collective older than this ends the job (0 = off)
   int64_t check_replicas_every = 0;       // steps between parameter checksum comparisons (0 = off)
   // Fault injection for the reliability tests, after STEP on RANK:

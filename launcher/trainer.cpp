@@ -90,19 +90,19 @@ void Trainer::setup() {
   // Not larger by default: the activation plan grows to the largest batch seen and stays (resnet50: 80 MB a sample).
   eval_batch_ = c_.eval_batch_size > 0 ? c_.eval_batch_size : micro_batch_;
 
-  if (c_.dataset == "synthetic") {
+  if (c_.dataset == DatasetKind::Synthetic) {
     const Shape shape{c_.synthetic_shape[0], c_.synthetic_shape[1], c_.synthetic_shape[2]};
     const int64_t samples = c_.synthetic_samples > 0 ? c_.synthetic_samples : benchmark_samples(c_, global_batch_);
     train_ = std::make_unique<SyntheticDataset>("synthetic", shape, c_.synthetic_classes, samples, c_.seed);
     const int64_t test_size = std::max(samples / 6, std::min(eval_batch_, samples));  // a batch, if not huge
     test_ = std::make_unique<SyntheticDataset>("synthetic-test", shape, c_.synthetic_classes, test_size, c_.seed,
                                                samples);
-  } else if (c_.dataset == "cifar10") {
+  } else if (c_.dataset == DatasetKind::Cifar10) {
     Cifar10Splits s = load_cifar10(c_.data_dir);
     train_ = std::move(s.train);
     test_ = std::move(s.test);
   } else {
-    MnistSplits s = load_mnist_format(c_.data_dir, c_.dataset);
+    MnistSplits s = load_mnist_format(c_.data_dir, std::string(name(c_.dataset)));
     train_ = std::move(s.train);
     test_ = std::move(s.test);
   }
@@ -110,9 +110,8 @@ void Trainer::setup() {
   const models::ModelSpec spec{train_->sample_shape(), train_->num_classes()};
   model_ = models::build_model(c_.model, spec, c_.seed);
   opt_ = make_optimizer(model_->params(), optimizer_config(c_));
-  const std::optional<Layout> layout = layout_from_name(c_.layout);  // auto is resolved by parse_train_options
-  LS_CHECK(layout.has_value(), "--layout {}: not nchw or nhwc (parse_train_options resolves auto)", c_.layout);
-  model_->net().set_layout(*layout);
+  LS_CHECK(c_.layout != LayoutChoice::Auto, "--layout auto: not resolved (parse_train_options resolves it)");
+  model_->net().set_layout(c_.layout == LayoutChoice::Nhwc ? Layout::NHWC : Layout::NCHW);
   model_->net().set_conv_algorithm(c_.conv_algorithm == "im2col"     ? ops::ConvAlgo::Im2col
                                    : c_.conv_algorithm == "winograd" ? ops::ConvAlgo::Winograd
                                                                      : ops::ConvAlgo::Auto);
@@ -130,7 +129,7 @@ void Trainer::setup() {
   try {
     sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
   } catch (const OutOfMemory& e) {  // only a synthetic set can be that large
-    LS_INPUT_ERROR("{}{}", c_.dataset == "synthetic" ? "--synthetic-samples: " : "", e.message());
+    LS_INPUT_ERROR("{}{}", c_.dataset == DatasetKind::Synthetic ? "--synthetic-samples: " : "", e.message());
   }
   // No batch larger than a rank's share of the test set: its buffers would hold nothing more.
   eval_batch_ = std::min(eval_batch_, std::max<int64_t>(1, (test_->size() + world - 1) / world));
@@ -170,7 +169,9 @@ DistributedOptions Trainer::distributed_options() const {
   o.bucket_bytes = static_cast<int64_t>(c_.fusion_threshold_mb * 1024.0 * 1024.0);
   o.first_bucket_bytes = static_cast<int64_t>(c_.first_bucket_mb * 1024.0 * 1024.0);
   o.overlap = overlap_.on;
-  o.wire = c_.grad_compression == "fp16" ? WireType::F16 : c_.grad_compression == "bf16" ? WireType::BF16 : WireType::F32;
+  o.wire = c_.grad_compression == GradCompression::F16    ? WireType::F16
+           : c_.grad_compression == GradCompression::BF16 ? WireType::BF16
+                                                          : WireType::F32;
   o.timeline = timeline_.get();
   o.tracker = &tracker_;
   if (dev_) {
@@ -396,6 +397,31 @@ bool Trainer::stop_agreed(TrainSummary& sum, bool checkpointed) {
   return true;
 }
 
+void Trainer::finish_run(TrainSummary& sum, const RunTally& tally, RunRecords& records) {
+  if (sum.stopped_by != 0) {
+    if (c_.checkpoint_dir.empty())
+      log_->warn("stopped by {} after step {}: no --checkpoint-dir, so nothing was saved", signal_name(sum.stopped_by),
+                 progress_.step);
+    else
+      log_->info("stopped by {} after step {}: checkpoint in {}; continue with --resume", signal_name(sum.stopped_by),
+                 progress_.step, c_.checkpoint_dir);
+    records.write({{"type", "stopped"}, {"signal", signal_name(sum.stopped_by)}, {"step", progress_.step},
+                   {"checkpoint_dir", c_.checkpoint_dir}});
+    return;
+  }
+  if (c_.check_replicas_every > 0)
+    log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
+  report(sum, tally, records);
+  if (!c_.save_weights.empty()) sync_buffers();
+  if (rank0() && !c_.save_weights.empty()) {
+    const auto [mean, std] = train_->input_normalization();
+    save_weights(c_.save_weights, *model_,
+                 {{"dataset", std::string(name(c_.dataset))}, {"input_mean", fmt::format("{:.9g}", mean)},
+                  {"input_std", fmt::format("{:.9g}", std)}, {"sample_shape", train_->sample_shape().str()}});
+    log_->info("weights written to {}", c_.save_weights);
+  }
+}
+
 TrainSummary Trainer::run() {
   try {
     return run_steps();
@@ -436,7 +462,6 @@ TrainSummary Trainer::run_steps() {
   // On the GPU the sums stay on the device until read; one accumulator for the
   // whole run (reset each epoch), so a captured step's pointers into it hold.
   LossAccumulator train_loss;
-  const bool fp16 = c_.precision == Precision::F16;
   // A step's time since the last (each epoch's first: since the epoch began),
   // into the summary's figures or, for the first kWarmupSteps, its warm-up.
   Clock::time_point tick;
@@ -534,33 +559,7 @@ TrainSummary Trainer::run_steps() {
     if (c_.cuda_graph && c_.eval) dev_->invalidate_graphs();
     const double test_s = seconds_since(t_test);
     bar.clear();
-    const double ips = tr.count / train_s;
-    if (c_.eval)
-      log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | (test) acc: {:.2f}%, loss: {:.3f} | {:.2f}s, {:.2f}s | {} img/s",
-                 label, 100 * tr.acc(), tr.mean_loss(), 100 * test.acc, test.loss, train_s, test_s,
-                 group_thousands(ips));
-    else
-      log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | {:.2f}s | {} img/s", label, 100 * tr.acc(), tr.mean_loss(),
-                 train_s, group_thousands(ips));
-    records.epoch({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
-                   {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
-                   {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
-                   {"lr", sched_.lr(progress_.step - 1)}},
-                  c_.eval);
-    if (fp16) {  // the epoch's train loss read has already waited for the device
-      const LossScaleState st = dev_->read_loss_scale();
-      log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped,
-                 progress_.step);
-      records.loss_scale({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
-                          {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});
-    }
-    if (c_.clip_grad_norm > 0.f) {
-      const auto [norm, clipped] = clip_state();
-      log_->info("{} gradient norm {:.4g} at the last step (limit {}) | {} of {} updates clipped so far", label, norm,
-                 c_.clip_grad_norm, clipped, progress_.step - first_step);
-      records.grad_clip({{"type", "grad_clip"}, {"epoch", epoch + 1}, {"step", progress_.step},
-                         {"grad_norm", norm}, {"clipped_steps", clipped}});
-    }
+    log_epoch(label, epoch, tr, test, train_s, test_s, first_step, records);
     train_times.push_back(train_s);
     test_times.push_back(test_s);
     epoch_numbers.push_back(epoch + 1);
@@ -576,28 +575,7 @@ TrainSummary Trainer::run_steps() {
   }
   sum.steps = progress_.step;
   dopt_->wait_parameters();  // the last step's allgather (ZeRO-1), before anyone reads the weights
-  if (sum.stopped_by != 0) {
-    if (c_.checkpoint_dir.empty())
-      log_->warn("stopped by {} after step {}: no --checkpoint-dir, so nothing was saved", signal_name(sum.stopped_by),
-                 progress_.step);
-    else
-      log_->info("stopped by {} after step {}: checkpoint in {}; continue with --resume", signal_name(sum.stopped_by),
-                 progress_.step, c_.checkpoint_dir);
-    records.write({{"type", "stopped"}, {"signal", signal_name(sum.stopped_by)}, {"step", progress_.step},
-                   {"checkpoint_dir", c_.checkpoint_dir}});
-    return sum;
-  }
-  if (c_.check_replicas_every > 0)
-    log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
-  report(sum, RunTally{train_times, test_times, epoch_numbers, step_seconds, first_step}, records);
-  if (!c_.save_weights.empty()) sync_buffers();
-  if (rank0() && !c_.save_weights.empty()) {
-    const auto [mean, std] = train_->input_normalization();
-    save_weights(c_.save_weights, *model_,
-                 {{"dataset", c_.dataset}, {"input_mean", fmt::format("{:.9g}", mean)},
-                  {"input_std", fmt::format("{:.9g}", std)}, {"sample_shape", train_->sample_shape().str()}});
-    log_->info("weights written to {}", c_.save_weights);
-  }
+  finish_run(sum, RunTally{train_times, test_times, epoch_numbers, step_seconds, first_step}, records);
   return sum;
 }
 

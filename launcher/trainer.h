@@ -45,6 +45,7 @@
 namespace lockstep {
 
 class RunRecords;  // metrics.h
+struct Sums;       // reductions.h
 
 // Exit code when the replica guard finds ranks whose parameters differ.
 constexpr int kExitReplicasDiverged = 4;
@@ -151,6 +152,13 @@ class Trainer {
   // The end of a run that was not stopped (trainer_report.cpp): fills sum's
   // throughput, logs the summary lines and writes the summary record.
   void report(TrainSummary& sum, const RunTally& t, RunRecords& records);
+  // After the loop: a stopped run's line and record; otherwise the replica
+  // checks' line, report(), and --save-weights.
+  void finish_run(TrainSummary& sum, const RunTally& tally, RunRecords& records);
+  // An epoch's lines and records (trainer_report.cpp): its train and test
+  // figures, fp16's loss scale, --clip-grad-norm's state.
+  void log_epoch(const std::string& label, int64_t epoch, const Sums& tr, const EvalResult& test, double train_s,
+                 double test_s, int64_t first_step, RunRecords& records);
 
   const TrainConfig& c_;
   Communicator& comm_;

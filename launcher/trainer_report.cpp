@@ -18,6 +18,7 @@
 #include "ops/simd_level.h"
 #include "progress.h"
 #include "recipe.h"
+#include "reductions.h"
 #include "trainer.h"
 
 namespace lockstep {
@@ -70,7 +71,7 @@ std::vector<HeldPart> held_parts(const Model::MemoryHeld& m, int64_t optimizer_b
 
 void Trainer::report_start() {
   const int world = comm_.size();
-  log_->info("lockstep {} | {} on {} ({} train / {} test samples of {}){}", LOCKSTEP_VERSION, c_.model, c_.dataset,
+  log_->info("lockstep {} | {} on {} ({} train / {} test samples of {}){}", LOCKSTEP_VERSION, c_.model, name(c_.dataset),
              group_thousands(static_cast<double>(train_->size())), group_thousands(static_cast<double>(test_->size())),
              train_->sample_shape().str(),
              augmentation(c_) == "crop-flip"
@@ -92,7 +93,7 @@ void Trainer::report_start() {
                  : fmt::format(", {} warmup steps", sched_.warmup_steps),
              c_.label_smoothing > 0.f ? fmt::format(", label smoothing {}", c_.label_smoothing) : "",
              c_.clip_grad_norm > 0.f ? fmt::format(", gradients clipped to norm {}", c_.clip_grad_norm) : "",
-             c_.layout != "nhwc" ? "" : fmt::format("; activations channels-last (--layout {})",
+             c_.layout != LayoutChoice::Nhwc ? "" : fmt::format("; activations channels-last (--layout {})",
                                          c_.layout_auto_why.empty() ? "nhwc" : "auto: " + c_.layout_auto_why));
   log_->info("batch {} per process x {} process{}{} = {} per step | {} steps/epoch, {} epochs | {} thread{}, OpenBLAS "
              "{}, own kernels {}",
@@ -135,7 +136,7 @@ void Trainer::report_start() {
                    ? fmt::format("; fp16 loss scale {}, {} steps skipped so far", resumed_loss_scale_.scale,
                                  resumed_loss_scale_.skipped)
                    : "");
-  if (dev_ && c_.layout == "nhwc" && c_.precision == Precision::F32 && c_.cudnn_deterministic && rank0())
+  if (dev_ && c_.layout == LayoutChoice::Nhwc && c_.precision == Precision::F32 && c_.cudnn_deterministic && rank0())
     log_->warn("--layout nhwc in fp32: cuDNN's deterministic fp32 channels-last kernels can be far slower than NCHW "
                "(convnet on an H100: 786 against 10,541 img/s); NHWC is for 16-bit tensor cores (docs/gpu.md)");
   if (c_.sync_batchnorm && model_->buffers().params().empty())
@@ -269,6 +270,36 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"overlap", dopt_->buckets().size() > 0 && overlap_.on && world > 1}, {"overlap_mode", c_.overlap}};
   summary.update(memory);
   records.write(summary);
+}
+
+void Trainer::log_epoch(const std::string& label, int64_t epoch, const Sums& tr, const EvalResult& test,
+                        double train_s, double test_s, int64_t first_step, RunRecords& records) {
+  const double ips = tr.count / train_s;
+  if (c_.eval)
+    log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | (test) acc: {:.2f}%, loss: {:.3f} | {:.2f}s, {:.2f}s | {} img/s",
+               label, 100 * tr.acc(), tr.mean_loss(), 100 * test.acc, test.loss, train_s, test_s,
+               group_thousands(ips));
+  else
+    log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | {:.2f}s | {} img/s", label, 100 * tr.acc(), tr.mean_loss(),
+               train_s, group_thousands(ips));
+  records.epoch({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
+                 {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
+                 {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
+                 {"lr", sched_.lr(progress_.step - 1)}},
+                c_.eval);
+  if (c_.precision == Precision::F16) {  // the epoch's train loss read has already waited for the device
+    const LossScaleState st = dev_->read_loss_scale();
+    log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped, progress_.step);
+    records.loss_scale({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
+                        {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});
+  }
+  if (c_.clip_grad_norm > 0.f) {
+    const auto [norm, clipped] = clip_state();
+    log_->info("{} gradient norm {:.4g} at the last step (limit {}) | {} of {} updates clipped so far", label, norm,
+               c_.clip_grad_norm, clipped, progress_.step - first_step);
+    records.grad_clip({{"type", "grad_clip"}, {"epoch", epoch + 1}, {"step", progress_.step},
+                       {"grad_norm", norm}, {"clipped_steps", clipped}});
+  }
 }
 
 }  // namespace lockstep

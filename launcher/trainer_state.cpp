@@ -35,7 +35,7 @@ Fingerprint Trainer::fingerprint() const {
       {"precision", c_.precision == Precision::F16 ? fmt::format("fp16, loss scale from {}, window {}", c_.loss_scale,
                                                          c_.loss_scale_window)
                                            : std::string(name(c_.precision))},
-      {"dataset", fmt::format("{}: {} train / {} test samples of {}", c_.dataset, train_->size(), test_->size(),
+      {"dataset", fmt::format("{}: {} train / {} test samples of {}", name(c_.dataset), train_->size(), test_->size(),
                               train_->sample_shape().str())},
       {"augment", augmentation(c_)},
       {"global batch", std::to_string(global_batch_)},
@@ -52,7 +52,7 @@ Fingerprint Trainer::fingerprint() const {
       {"seed", std::to_string(c_.seed)},
       {"zero-stage", std::to_string(c_.zero_stage)},
       {"grad-op", std::string(name(c_.grad_op))},
-      {"grad-compression", c_.grad_compression},
+      {"grad-compression", std::string(name(c_.grad_compression))},
       {"hierarchical-allreduce", c_.hierarchical_allreduce},
       {"cuda-graph", c_.cuda_graph ? "on" : "off"},
       {"conv-algorithm", c_.conv_algorithm},

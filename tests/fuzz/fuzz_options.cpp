@@ -66,7 +66,7 @@ void check_config(const TrainConfig& c) {
       c.threads > 1024 || c.keep_checkpoints < 1 || c.synthetic_samples < 0 ||
       (c.synthetic_samples == 0 && !c.benchmark) || c.base_batch_size <= 0 || c.image_size < 0)
     fuzz::fail("a parsed configuration is outside the documented ranges");
-  if (!(c.label_smoothing >= 0.f && c.label_smoothing < 1.f) || (c.benchmark && (c.eval || c.dataset != "synthetic")))
+  if (!(c.label_smoothing >= 0.f && c.label_smoothing < 1.f) || (c.benchmark && (c.eval || c.dataset != DatasetKind::Synthetic)))
     fuzz::fail("a parsed recipe or benchmark setting is outside the documented ranges");
   if (c.synthetic_shape.size() != 3) fuzz::fail("--synthetic-shape parsed to other than 3 extents");
   for (int64_t d : c.synthetic_shape)

@@ -95,32 +95,32 @@ TEST_CASE("the note on option errors names device auto's choice only when it cau
 }
 
 TEST_CASE("layout auto takes channels-last for 16-bit precision on the GPU and NCHW otherwise", "[device]") {
-  CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::BF16).layout == "nhwc");
-  CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::F16).layout == "nhwc");
+  CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::BF16).layout == LayoutChoice::Nhwc);
+  CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::F16).layout == LayoutChoice::Nhwc);
   CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::BF16).why ==
         "bf16 on the GPU: tensor-core convolutions read and write channels-last");
-  CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::F32).layout == "nchw");
+  CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::F32).layout == LayoutChoice::Nchw);
   CHECK(choose_auto_layout(DeviceKind::Cuda, Precision::F32).why == "fp32 on the GPU");
-  CHECK(choose_auto_layout(DeviceKind::Cpu, Precision::F32).layout == "nchw");
+  CHECK(choose_auto_layout(DeviceKind::Cpu, Precision::F32).layout == LayoutChoice::Nchw);
   CHECK(choose_auto_layout(DeviceKind::Cpu, Precision::F32).why == "the CPU");
 
   // Through the parser: auto is the default and follows the device chosen.
   const TrainConfig dflt = parse({});
-  CHECK(dflt.layout == "nchw");  // fp32 on either device
+  CHECK(dflt.layout == LayoutChoice::Nchw);  // fp32 on either device
   CHECK(dflt.layout_auto_why == choose_auto_layout(dflt.device, Precision::F32).why);
   for (const OptionSetting& s : dflt.settings)
     if (s.option == "layout") CHECK(s.value == "auto");
   // Given, not chosen: kept, with no reason.
   const TrainConfig nhwc = parse({"--layout", "nhwc"});
-  CHECK(nhwc.layout == "nhwc");
+  CHECK(nhwc.layout == LayoutChoice::Nhwc);
   CHECK(nhwc.layout_auto_why.empty());
   CHECK(parse({"--device", "cpu", "--layout", "nchw"}).layout_auto_why.empty());
   // The CPU's own convolution choice needs NCHW, which auto gives it there.
-  CHECK(parse({"--device", "cpu", "--conv-algorithm", "winograd"}).layout == "nchw");
+  CHECK(parse({"--device", "cpu", "--conv-algorithm", "winograd"}).layout == LayoutChoice::Nchw);
   if (choose_auto_device().device == DeviceKind::Cuda) {
     const TrainConfig bf16 = parse({"--precision", "bf16"});
-    CHECK(bf16.layout == "nhwc");
+    CHECK(bf16.layout == LayoutChoice::Nhwc);
     CHECK(bf16.layout_auto_why == choose_auto_layout(DeviceKind::Cuda, Precision::BF16).why);
-    CHECK(parse({"--precision", "bf16", "--layout", "nchw"}).layout == "nchw");
+    CHECK(parse({"--precision", "bf16", "--layout", "nchw"}).layout == LayoutChoice::Nchw);
   }
 }

@@ -63,7 +63,7 @@ TEST_CASE("OrderedWorker: a failed job stops the round and its error reaches eve
   w.settle();  // returns at once: the round has failed
 }
 
-TEST_CASE("OrderedWorker refuses a new round while jobs are under way; settle waits for them", "[comm][worker]") {
+TEST_CASE("OrderedWorker refuses a new round while jobs are under way, and settle waits for them", "[comm][worker]") {
   std::atomic<bool> release{false};
   std::atomic<int> ran{0};
   OrderedWorker w([&](size_t) {
