@@ -41,7 +41,9 @@ train() {  # out-file [env...] : one short run
   local out=$1; shift
   env "$@" "$TRAINER" "${ARGS[@]}" --metrics-file "$out.jsonl" --save-weights "$out.safetensors" > "$out" 2> "$out.err" ||
     fail "the trainer failed ($*): $(cat "$out" "$out.err")"
-  [[ ! -s $out.err ]] || fail "stderr not empty ($*): $(cat "$out.err")"
+  # The input-bound advice depends on how loaded the machine is, not on the
+  # kernels: a busy CI host can slow the loader past its threshold.
+  ! grep -v '^warning: input-bound: ' "$out.err" | grep -q . || fail "stderr not empty ($*): $(cat "$out.err")"
   [[ -n $(kernels "$out") ]] || fail "no kernels on the start-up line ($*): $(grep OpenBLAS "$out")"
 }
 sgemm() { env "$@" "$SGEMM" | sed -n 's/^sgemm [0-9x]*, 1 thread, OpenBLAS \(.*\): [0-9.]* GFLOP\/s$/\1/p'; }

@@ -27,7 +27,9 @@ if grep -qE 'file=[^ ]*libcublas' "$WORK/ld.log"; then fail "a CPU run loaded cu
 ARGS="--model mlp --dataset synthetic --synthetic-samples 2048 --batch-size 64 --epochs 3 --lr 0.02 --threads 1"
 "$TRAINER" $ARGS --metrics-file "$WORK/m.jsonl" --save-weights "$WORK/w.safetensors" > "$WORK/out" 2> "$WORK/err"
 cat "$WORK/out"
-[[ ! -s "$WORK/err" ]] || fail "stderr not empty: $(cat "$WORK/err")"
+# Nothing on stderr but, on a loaded machine, the input-bound advice (a
+# measurement of the host, not of this test's subject).
+! grep -v '^warning: input-bound: ' "$WORK/err" | grep -q . || fail "stderr not empty: $(cat "$WORK/err")"
 grep -q $'\r' "$WORK/out" && fail "progress bar drawn although stdout is not a terminal"
 [[ $(grep -cE '^\[[1-3]/3\] \(train\) acc: [0-9.]+%, loss: [0-9.]+ \| \(test\) acc: [0-9.]+%, loss: [0-9.]+ \| [0-9.]+s, [0-9.]+s \| [0-9,]+ img/s$' "$WORK/out") -eq 3 ]] \
   || fail "expected three seed-style epoch lines"
