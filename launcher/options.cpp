@@ -82,16 +82,6 @@ std::string one_of(const std::string& flag, const std::string& value, std::initi
   LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
 }
 
-// The enum whose name() is `value`, else an input error listing the names.
-template <typename E>
-E parse_choice(const std::string& flag, const std::string& value, std::initializer_list<E> all) {
-  for (E e : all)
-    if (value == name(e)) return e;
-  std::string list;
-  for (E e : all) list += (list.empty() ? "" : ", ") + std::string(name(e));
-  LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
-}
-
 cxxopts::Options make_options() {
   TrainConfig d;  // defaults shown in --help
   cxxopts::Options o("trainer", "lockstep trainer: synchronous data-parallel training of the built-in models.\n"
@@ -603,23 +593,6 @@ bool under_job_launcher() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_JOB_ID"})
     if (std::getenv(v) != nullptr) return true;
   return false;
-}
-
-std::string_view name(DeviceKind d) {
-  return d == DeviceKind::Cpu ? "cpu" : d == DeviceKind::Cuda ? "cuda" : "auto";
-}
-std::string_view name(Precision p) { return p == Precision::BF16 ? "bf16" : p == Precision::F16 ? "fp16" : "fp32"; }
-std::string_view name(GpuComm c) { return c == GpuComm::Nccl ? "nccl" : c == GpuComm::Mpi ? "mpi" : "auto"; }
-std::string_view name(GradOp g) { return g == GradOp::Sum ? "sum" : "average"; }
-std::string_view name(DatasetKind d) {
-  return d == DatasetKind::MnistFormat ? "mnist-format"
-         : d == DatasetKind::Cifar10   ? "cifar10"
-         : d == DatasetKind::Synthetic ? "synthetic"
-                                       : "fashion-mnist";
-}
-std::string_view name(LayoutChoice l) { return l == LayoutChoice::Nchw ? "nchw" : l == LayoutChoice::Nhwc ? "nhwc" : "auto"; }
-std::string_view name(GradCompression g) {
-  return g == GradCompression::F16 ? "fp16" : g == GradCompression::BF16 ? "bf16" : "none";
 }
 
 }  // namespace lockstep

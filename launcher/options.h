@@ -7,27 +7,12 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
+
+#include "choices.h"
 
 namespace lockstep {
 
-// The choices the trainer branches on, parsed once here; name() gives the
-// option's spelling back for messages and records.
-enum class DeviceKind { Auto, Cpu, Cuda };  // Auto: only until parse_train_options resolves it
-enum class Precision { F32, BF16, F16 };
-enum class GpuComm { Auto, Nccl, Mpi };
-enum class GradOp { Average, Sum };
-enum class DatasetKind { FashionMnist, MnistFormat, Cifar10, Synthetic };
-enum class LayoutChoice { Auto, Nchw, Nhwc };  // Auto: only until parse_train_options resolves it
-enum class GradCompression { None, F16, BF16 };
-std::string_view name(DeviceKind d);  // "auto", "cpu", "cuda"
-std::string_view name(Precision p);   // "fp32", "bf16", "fp16"
-std::string_view name(GpuComm c);     // "auto", "nccl", "mpi"
-std::string_view name(GradOp g);      // "average", "sum"
-std::string_view name(DatasetKind d);  // "fashion-mnist", "mnist-format", "cifar10", "synthetic"
-std::string_view name(LayoutChoice l);  // "auto", "nchw", "nhwc"
-std::string_view name(GradCompression g);  // "none", "fp16", "bf16"
 
 // Where an option's effective value came from, for the configuration log.
 struct OptionSetting {

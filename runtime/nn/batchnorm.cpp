@@ -6,6 +6,7 @@ namespace lockstep {
 
 BatchNorm2d::BatchNorm2d(int64_t channels, float eps, float momentum) : c_(channels), eps_(eps), momentum_(momentum) {
   LS_CHECK(c_ > 0 && eps_ > 0.f && momentum_ >= 0.f && momentum_ <= 1.f, "{}: invalid configuration", describe());
+  name_ = describe();
 }
 
 std::string BatchNorm2d::describe() const { return fmt::format("BatchNorm2d({})", c_); }
@@ -47,9 +48,8 @@ ops::BatchNormParams BatchNorm2d::params() const {
 void BatchNorm2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   LS_CHECK(running_mean_ && running_var_, "{}: buffers were never declared", describe());
   join_out_ = Tensor();
-  const std::string name = describe();
   ops::batchnorm_forward(shape_of(x), x, nullptr, y, relu_, ctx.training, ctx.sync, params(), state_,
-                         ops::Exec{ctx.gpu, name.c_str()});
+                         ops::Exec{ctx.gpu, name_.c_str()});
 }
 
 void BatchNorm2d::forward_add_relu(const Tensor& x, const Tensor& residual, Tensor& y, const ForwardContext& ctx) {
@@ -60,9 +60,8 @@ void BatchNorm2d::forward_add_relu(const Tensor& x, const Tensor& residual, Tens
            "{}: residual {} {} and output {} {} for input {} {}", describe(), dtype_name(residual.dtype()),
            residual.shape().str(), dtype_name(y.dtype()), y.shape().str(), dtype_name(x.dtype()), x.shape().str());
   join_out_ = y;
-  const std::string name = describe();
   ops::batchnorm_forward(shape_of(x), x, &residual, y, false, ctx.training, ctx.sync, params(), state_,
-                         ops::Exec{ctx.gpu, name.c_str()});
+                         ops::Exec{ctx.gpu, name_.c_str()});
 }
 
 void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
@@ -70,9 +69,8 @@ void BatchNorm2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, T
   // our own output, was never written).
   const bool joined = join_out_.defined() && !relu_;
   const Tensor& ym = joined ? join_out_ : y;
-  const std::string name = describe();
   ops::batchnorm_backward(shape_of(x), x, ym, dy, dx, relu_ || joined, w_->grad.data<float>(), b_->grad.data<float>(),
-                          ctx.accumulate, ctx.sync, params(), state_, ops::Exec{ctx.gpu, name.c_str()});
+                          ctx.accumulate, ctx.sync, params(), state_, ops::Exec{ctx.gpu, name_.c_str()});
 }
 
 }  // namespace lockstep

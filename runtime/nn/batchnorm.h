@@ -56,6 +56,7 @@ class BatchNorm2d final : public Module {
 
   int64_t c_;
   float eps_, momentum_;
+  std::string name_;  // describe(), for the op's messages (formatted once)
   Layout layout_ = Layout::NCHW;
   bool relu_ = false;
   Tensor join_out_;  // set by forward_add_relu: the block output whose ReLU backward masks dy with

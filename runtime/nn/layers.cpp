@@ -119,6 +119,7 @@ Pool2d::Pool2d(PoolKind kind, int64_t kernel, int64_t stride, int64_t padding)
     : kind_(kind), k_(kernel), stride_(stride == 0 ? kernel : stride), pad_(padding) {
   LS_CHECK(k_ > 0 && stride_ > 0 && pad_ >= 0 && 2 * pad_ <= k_ && (pad_ == 0 || kind_ == PoolKind::Max),
            "{}: invalid configuration", describe());
+  name_ = describe();
 }
 
 std::string Pool2d::describe() const {
@@ -140,8 +141,7 @@ ops::Pool2dShape pool_shape(const Shape& x, const Shape& y, int64_t k, int64_t s
 
 void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_, layout_);
-  const std::string name = describe();
-  const ops::Exec ex{ctx.gpu, name.c_str()};
+  const ops::Exec ex{ctx.gpu, name_.c_str()};
   if (kind_ == PoolKind::Max) {
     ops::ensure_scratch(argmax_, y.numel(), DType::I32, x.device(), ex);
     ops::maxpool2d_forward(s, x, y, argmax_, ex);
@@ -153,8 +153,7 @@ void Pool2d::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 void Pool2d::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   if (!dx) return;
   const auto s = pool_shape(x.shape(), y.shape(), k_, stride_, pad_, layout_);
-  const std::string name = describe();
-  const ops::Exec ex{ctx.gpu, name.c_str()};
+  const ops::Exec ex{ctx.gpu, name_.c_str()};
   if (kind_ == PoolKind::Max)
     ops::maxpool2d_backward(s, dy, argmax_, *dx, ex);
   else

@@ -93,6 +93,7 @@ class Pool2d final : public Module {
  private:
   PoolKind kind_;
   int64_t k_, stride_, pad_;
+  std::string name_;  // describe(), for the ops' messages (formatted once)
   Layout layout_ = Layout::NCHW;
   Tensor argmax_;  // int32, per output element (max pooling)
 };

@@ -19,6 +19,8 @@ void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const 
 #ifdef LOCKSTEP_HAVE_CUDA
     adam_update_cuda(n, p, g, m, v, a, decoupled_wd, amp, ex.gpu->raw_stream());
     return;
+#else
+    LS_THROW("{}: device buffers need a build with CUDA support", ex.who);
 #endif
   }
   LS_CHECK(amp == nullptr, "{}: a device step state with host buffers", ex.who);
@@ -31,6 +33,8 @@ void sgd_update(int64_t n, float* p, const float* g, float* momentum_buf, float 
 #ifdef LOCKSTEP_HAVE_CUDA
     sgd_update_cuda(n, p, g, momentum_buf, lr, scale, weight_decay, momentum, nesterov, amp, ex.gpu->raw_stream());
     return;
+#else
+    LS_THROW("{}: device buffers need a build with CUDA support", ex.who);
 #endif
   }
   LS_CHECK(amp == nullptr, "{}: a device step state with host buffers", ex.who);
