@@ -26,11 +26,12 @@
 #include "data/loader.h"
 #include "data/mnist.h"
 #include "data/synthetic.h"
+#include "device_options.h"
 #include "metrics.h"
 #include "nn/loss.h"
 #include "ops/conv/conv2d_cpu.h"
 #include "ops/simd_level.h"
-#include "optim/loss_scaler.h"
+#include "optim/device_step.h"
 #include "progress.h"
 #include "recipe.h"
 #include "reductions.h"
@@ -116,7 +117,7 @@ void Trainer::setup() {
                                    : c_.conv_algorithm == "winograd" ? ops::ConvAlgo::Winograd
                                                                      : ops::ConvAlgo::Auto);
   if (c_.device == DeviceKind::Cuda) {  // parameters, gradients, buffers and optimizer state move to the GPU
-    dev_ = std::make_unique<DeviceRuntime>(c_, comm_, log_);
+    dev_ = std::make_unique<DeviceRuntime>(device_runtime_options(c_), comm_, log_);
     model_->to(dev_->device_allocator());
     opt_->use_gpu(dev_->gpu());
     // Mixed precision: the input is rounded to bf16/fp16 once; weights stay
@@ -124,7 +125,7 @@ void Trainer::setup() {
     if (c_.precision == Precision::BF16) model_->net().set_compute_dtype(DType::BF16);
     if (c_.precision == Precision::F16) model_->net().set_compute_dtype(DType::F16);
     // fp16's loss scale, or a graph's device-side step scalars (--cuda-graph).
-    if (dev_->loss_scaler()) opt_->use_loss_scale(dev_->loss_scaler()->state_dev());
+    if (dev_->device_step()) opt_->use_device_step(dev_->device_step()->state_dev());
   }
   try {
     sampler_ = std::make_unique<TrainSampler>(train_->size(), global_batch_, world, comm_.rank(), c_.seed, true, K);
@@ -178,7 +179,7 @@ DistributedOptions Trainer::distributed_options() const {
     o.gpu = &dev_->gpu();
     o.nccl = dev_->nccl();
     o.timeout_s = c_.collective_timeout_s;
-    o.loss_scaler = dev_->loss_scaler();
+    o.device_step = dev_->device_step();
   }
   o.max_grad_norm = c_.clip_grad_norm;
   o.zero_stage = c_.zero_stage;
@@ -215,13 +216,13 @@ void Trainer::start() {
                                            comm_.rank());
   // Collective: the distributed optimizer maps shared gradient memory when the
   // ranks share a host.
-  if (dev_) dev_->connect(comm_);  // collective: the NCCL communicator (--comm nccl)
+  if (dev_) dev_->connect(comm_);  // collective: the NCCL communicator (the NCCL transport)
   // Chosen before the distributed optimizer duplicates the communicator; the
   // same answer on every rank (the grouping is agreed when it is made). Only
   // an explicit "on" explains when it does not apply.
   if (c_.hierarchical_allreduce != "off") {
     std::string why_not;
-    if (dev_ && dev_->comm_mode() == "nccl")
+    if (dev_ && dev_->transport() == GpuTransport::Nccl)
       why_not = "no effect with NCCL (it chooses its own algorithm across hosts)";
     else if (!comm_.set_hierarchical_allreduce(true))
       why_not = comm_.nodes() == 1 ? "not used: every rank is on one host (they sum through shared memory)"
@@ -273,15 +274,15 @@ void Trainer::start() {
   // fp16, --cuda-graph or --clip-grad-norm: the device counts the updates
   // applied; they are the optimizer's (broadcast) step count. fp16 also
   // resumes its loss scale.
-  if (dev_ && dev_->loss_scaler()) {
-    LossScaleState st = dev_->loss_scaler()->initial();
+  if (dev_ && dev_->device_step()) {
+    StepState st = dev_->device_step()->initial();
     if (c_.precision == Precision::F16 && resumed_loss_scale_.scale > 0.f) {
       st.scale = resumed_loss_scale_.scale;
       st.good_steps = static_cast<int32_t>(std::min<int64_t>(resumed_loss_scale_.good_steps, INT32_MAX));
       st.skipped = resumed_loss_scale_.skipped;
     }
     st.applied = opt_->steps();
-    dev_->restore_loss_scale(st);
+    dev_->restore_step_state(st);
   }
 
   report_start();
@@ -317,7 +318,7 @@ void Trainer::check_loss(const LossAccumulator& train_loss) {
   LS_CHECK(std::isfinite(l), "training diverged: loss is {} {} step {} (try a smaller --lr{})", l,
            dev_ ? "by" : "at", progress_.step, fp16 ? ", or --precision bf16" : "");
   if (fp16) {  // a scale that keeps falling means every step is being skipped
-    const LossScaleState st = dev_->read_loss_scale();
+    const StepState st = dev_->read_step_state();
     LS_CHECK(st.scale >= kMinLossScale,
              "training diverged: the fp16 loss scale fell to {} by step {} ({} steps skipped: the gradients are "
              "inf/NaN at any scale; try a smaller --lr)",
@@ -331,7 +332,7 @@ void Trainer::forward_backward(Sequential& net, const Batch& b, const ForwardCon
   train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
   if (check) check_loss(train_loss);
   Tensor dlogits = net.output_grad();
-  LossScaler* const scaler = dev_ ? dev_->loss_scaler() : nullptr;  // fp16, --cuda-graph or --clip-grad-norm
+  DeviceStep* const scaler = dev_ ? dev_->device_step() : nullptr;  // fp16, --cuda-graph or --clip-grad-norm
   softmax_cross_entropy_backward(logits, b.labels, batch_mean, dlogits, c_.label_smoothing, gpu(),
                                  c_.precision == Precision::F16 ? scaler->scale_dev() : nullptr);
   dopt_->begin_backward(micro == c_.accumulate_steps - 1);  // buckets go out only during the last backward
@@ -351,7 +352,7 @@ void Trainer::train_step(Sequential& net, PrefetchLoader& loader, LossAccumulato
     // captured kernels read them (the optimizer through the step state,
     // dropout through the context); host values in a graph would be frozen.
     const DeviceRuntime::StepScalars sp = dev_->set_step(lr, progress_.step);
-    dev_->loss_scaler()->read_lr_from(sp.lr);
+    dev_->device_step()->read_lr_from(sp.lr);
     ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(0), bn_sync_.get(), gpu()};
     fctx.step_dev = sp.step;
     // Queued work only, no host reads: the loss check follows the step.

@@ -29,7 +29,7 @@
 #include "comm/communicator.h"
 #include "core/logging.h"
 #include "data/dataset.h"
-#include "device_runtime.h"
+#include "device/device_runtime.h"
 #include "data/sampler.h"
 #include "data/loader.h"
 #include "nn/loss.h"

@@ -39,6 +39,7 @@
 #include "core/blas_kernels.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "input_names.h"
 #include "job_control.h"
 #include "options.h"
 #include "preflight.h"
@@ -62,13 +63,14 @@ using Outcome = lockstep::RankOutcome;
 // printed the table already).
 struct PreflightMismatch {};
 
+// Input errors read as the trainer's user set the input (input_names.h).
 template <typename Fn>
-Outcome capture(Fn&& fn) {
+Outcome capture(const lockstep::TrainConfig& config, Fn&& fn) {
   try {
     fn();
     return {};
   } catch (const lockstep::InputError& e) {
-    return {kBadInput, e.message()};
+    return {kBadInput, lockstep::user_message(e, config)};
   } catch (const lockstep::ReplicasDiverged& e) {
     return {lockstep::kExitReplicasDiverged, e.what()};
   } catch (const lockstep::OutOfMemory& e) {  // outside the training steps (a dataset, say): no batch to name
@@ -133,7 +135,7 @@ int main(int argc, char** argv) {
   lockstep::TrainConfig config;
   std::unique_ptr<lockstep::Trainer> trainer;
   bool exit_early = false;
-  const Outcome setup = capture([&] {
+  const Outcome setup = capture(config, [&] {
     // Only rank 0 prints --help/--version; every rank parses the same arguments.
     std::ostringstream sink;
     struct Restore {  // puts std::cout back however parsing ends
@@ -168,7 +170,7 @@ int main(int argc, char** argv) {
   lockstep::StopSignals signals;
   std::unique_ptr<lockstep::Watchdog> watchdog;
   lockstep::TrainSummary summary;
-  const Outcome run = capture([&] {
+  const Outcome run = capture(config, [&] {
     const std::string diff = lockstep::preflight(*comm, trainer->fingerprint());
     if (!diff.empty()) {
       if (rank == 0)

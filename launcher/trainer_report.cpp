@@ -13,6 +13,7 @@
 #include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "data/augment.h"
+#include "device_options.h"
 #include "metrics.h"
 #include "nn/step_floor.h"
 #include "ops/simd_level.h"
@@ -105,7 +106,7 @@ void Trainer::report_start() {
   const std::string chosen = c_.device_auto_why.empty() ? "" : fmt::format(" (--device auto: {})", c_.device_auto_why);
   if (!dev_ && !chosen.empty()) log_->info("device: the CPU{}", chosen);
   if (dev_)
-    log_->info("device: {}{}{}{}", dev_->describe(), chosen,
+    log_->info("device: {}, --comm {}{}{}{}", dev_->describe(), comm_name(dev_->transport()), chosen,
                c_.precision == Precision::F32
                    ? ""
                    : fmt::format("; precision {} (activations and tensor-core math in {}; fp32 weights, gradients "
@@ -146,7 +147,7 @@ void Trainer::report_start() {
 
 std::pair<double, int64_t> Trainer::clip_state() {
   if (dev_) {
-    const LossScaleState st = dev_->read_loss_scale();
+    const StepState st = dev_->read_step_state();
     return {st.grad_norm, st.clipped};
   }
   return {dopt_->last_grad_norm(), dopt_->clipped_steps()};
@@ -288,7 +289,7 @@ void Trainer::log_epoch(const std::string& label, int64_t epoch, const Sums& tr,
                  {"lr", sched_.lr(progress_.step - 1)}},
                 c_.eval);
   if (c_.precision == Precision::F16) {  // the epoch's train loss read has already waited for the device
-    const LossScaleState st = dev_->read_loss_scale();
+    const StepState st = dev_->read_step_state();
     log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped, progress_.step);
     records.loss_scale({{"type", "loss_scale"}, {"epoch", epoch + 1}, {"step", progress_.step},
                         {"loss_scale", st.scale}, {"skipped_steps", st.skipped}});

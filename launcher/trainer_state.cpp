@@ -9,7 +9,8 @@
 #include <map>
 
 #include "core/hash.h"
-#include "optim/loss_scaler.h"
+#include "device_options.h"
+#include "optim/device_step.h"
 #include "recipe.h"
 #include "reductions.h"
 
@@ -31,7 +32,7 @@ Fingerprint Trainer::fingerprint() const {
       {"parameters", param_signature(model_->params())},
       {"buffers", param_signature(model_->buffers())},
       {"sync-batchnorm", c_.sync_batchnorm ? "on" : "off"},
-      {"device", dev_ ? fmt::format("cuda, --comm {}", dev_->comm_mode()) : "cpu"},
+      {"device", dev_ ? fmt::format("cuda, --comm {}", comm_name(dev_->transport())) : "cpu"},
       {"precision", c_.precision == Precision::F16 ? fmt::format("fp16, loss scale from {}, window {}", c_.loss_scale,
                                                          c_.loss_scale_window)
                                            : std::string(name(c_.precision))},
@@ -86,10 +87,10 @@ void Trainer::checkpoint() {
   std::vector<std::pair<std::string, Tensor>> state = dopt_->gather_state();
   if (!rank0()) return;
   CheckpointInfo info;
-  if (dev_ && dev_->loss_scaler()) {  // fp16, --cuda-graph or clipping: the applied updates are the optimizer's step count
+  if (dev_ && dev_->device_step()) {  // fp16, --cuda-graph or clipping: the applied updates are the optimizer's step count
     dev_->wait_graph_steps();
     dopt_->drain();  // bounded waits for the NCCL work, so the read below cannot hang on a lost peer
-    const LossScaleState st = dev_->read_loss_scale();
+    const StepState st = dev_->read_step_state();
     info.optimizer_steps = st.applied;
     if (c_.precision == Precision::F16) {
       info.loss_scale = st.scale;

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "checkpoint/checksums.h"
+#include "core/input_subject.h"
 #include "checkpoint/safetensors.h"
 
 namespace lockstep {
@@ -149,7 +150,7 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
   // it leaves no empty directory behind.
   std::error_code ec;
   fs::create_directory(dir, ec);
-  LS_CHECK_INPUT(!ec, "--checkpoint-dir: cannot create {} ({})", dir, ec.message());
+  LS_CHECK_INPUT_ON(!ec, subject::kCheckpointDirectory, ": cannot create {} ({})", dir, ec.message());
   remove_stale_temporaries(dir);
   write_safetensors(path, entries, meta);
   const std::vector<std::string> all = list_checkpoints(dir);
@@ -211,7 +212,8 @@ std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, M
       skipped.push_back(fmt::format("skipping checkpoint {}: {}", path, e.message()));
     }
   }
-  LS_INPUT_ERROR("--resume: no usable checkpoint in {} ({} found; the newest: {})", dir, files.size(), newest_error);
+  LS_INPUT_ERROR_ON(subject::kResume, ": no usable checkpoint in {} ({} found; the newest: {})", dir, files.size(),
+                    newest_error);
 }
 
 }  // namespace lockstep

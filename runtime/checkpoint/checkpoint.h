@@ -38,7 +38,7 @@ struct CheckpointInfo {
   int world_size = 1;
   std::string config_json;
   // fp16 training's dynamic loss scale (0: none), its finite-step run and the
-  // steps skipped so far (optim/loss_scale_rule.h); the optimizer's step count
+  // steps skipped so far (optim/step_rule.h); the optimizer's step count
   // is the applied updates.
   float loss_scale = 0.f;
   int64_t loss_scale_good_steps = 0;

@@ -61,12 +61,12 @@ std::string describe_collective(CollectiveKind kind, int32_t detail) {
     case CollectiveKind::Evaluation: return "evaluation reduction";
     case CollectiveKind::StepAgreement: return "step agreement";
     case CollectiveKind::ReplicaCheck: return "replica check";
-    case CollectiveKind::BatchNormSync: return "batch norm statistics (--sync-batchnorm)";
+    case CollectiveKind::BatchNormSync: return "batch norm statistics (synchronised batch norm)";
     case CollectiveKind::BufferSync: return "buffer averaging";
     case CollectiveKind::Checkpoint: return "checkpoint writing";
-    case CollectiveKind::ParameterGather: return "parameter allgather (--zero-stage 1)";
-    case CollectiveKind::GradientNorm: return "gradient norm (--zero-stage 1)";
-    case CollectiveKind::StateGather: return "optimizer state gather (--zero-stage 1)";
+    case CollectiveKind::ParameterGather: return "parameter allgather (ZeRO-1)";
+    case CollectiveKind::GradientNorm: return "gradient norm (ZeRO-1)";
+    case CollectiveKind::StateGather: return "optimizer state gather (ZeRO-1)";
   }
   return "collective";
 }
@@ -76,7 +76,7 @@ std::string Watchdog::diagnose(int me, const CollectivePosition& mine, double ov
                                const std::vector<std::string>& where, double timeout_s,
                                const std::string& reason) {
   const std::string what =
-      reason.empty() ? fmt::format("collective timeout (--collective-timeout {:g} s)", timeout_s) : reason;
+      reason.empty() ? fmt::format("collective timeout ({:g} s)", timeout_s) : reason;
   const std::string waiting = fmt::format("step {} {}", mine.step, describe_collective(mine.kind, mine.detail));
   // Reports arrive every 0.25 s: a rank quiet for kQuietSeconds (or the whole
   // timeout, if shorter) is cut off even when it had reached this collective

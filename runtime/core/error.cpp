@@ -3,6 +3,7 @@
 #include "core/error.h"
 
 #include <cstring>
+#include <utility>
 
 namespace lockstep {
 namespace {
@@ -20,11 +21,17 @@ Error::Error(const char* file, int line, const std::string& message)
       file_(short_path(file)),
       line_(line) {}
 
+InputError::InputError(const char* file, int line, const std::string& message, std::string subject)
+    : Error(file, line, message), subject_(std::move(subject)) {}
+
 void throw_error(const char* file, int line, const std::string& message) {
   throw Error(file, line, message);
 }
 void throw_input_error(const char* file, int line, const std::string& message) {
   throw InputError(file, line, message);
+}
+void throw_input_error_on(const char* file, int line, const std::string& subject, const std::string& detail) {
+  throw InputError(file, line, subject + detail, subject);
 }
 
 }  // namespace lockstep

@@ -27,9 +27,20 @@ class Error : public std::runtime_error {
 
 // Error raised for bad user input (flags, files, environment). The launcher
 // prints these without the source location: the message names the input.
+//
+// subject(): the input in the runtime's own words ("data directory", "SGD
+// momentum"), with which message() begins; empty when the message names its
+// input another way. The runtime knows concepts, not how a program let its
+// user set them: the trainer puts the flag or variable in the subject's place
+// (launcher/input_names.h), a program linking the library may do the same.
 class InputError : public Error {
  public:
-  using Error::Error;
+  InputError(const char* file, int line, const std::string& message, std::string subject = {});
+  const std::string& subject() const { return subject_; }
+  std::string detail() const { return message().substr(subject_.size()); }  // message() after the subject
+
+ private:
+  std::string subject_;
 };
 
 // Memory ran out (host or GPU) for an allocation. Usually the batch is too
@@ -44,6 +55,9 @@ class OutOfMemory : public Error {
 
 #define LS_THROW(...) ::lockstep::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
 #define LS_INPUT_ERROR(...) ::lockstep::throw_input_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
+// "<subject><detail>": an input error about `subject` (see InputError).
+#define LS_INPUT_ERROR_ON(subject, ...) \
+  ::lockstep::throw_input_error_on(__FILE__, __LINE__, subject, ::fmt::format(__VA_ARGS__))
 #define LS_CHECK(cond, ...)                                                              \
   do {                                                                                   \
     if (!(cond)) ::lockstep::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
@@ -51,4 +65,8 @@ class OutOfMemory : public Error {
 #define LS_CHECK_INPUT(cond, ...)                                                              \
   do {                                                                                         \
     if (!(cond)) ::lockstep::throw_input_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
+  } while (0)
+#define LS_CHECK_INPUT_ON(cond, subject, ...)                                                             \
+  do {                                                                                                    \
+    if (!(cond)) ::lockstep::throw_input_error_on(__FILE__, __LINE__, subject, ::fmt::format(__VA_ARGS__)); \
   } while (0)

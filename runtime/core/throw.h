@@ -10,6 +10,9 @@ namespace lockstep {
 
 [[noreturn]] void throw_error(const char* file, int line, const std::string& message);
 [[noreturn]] void throw_input_error(const char* file, int line, const std::string& message);
+// InputError with message subject + detail and that subject.
+[[noreturn]] void throw_input_error_on(const char* file, int line, const std::string& subject,
+                                       const std::string& detail);
 
 }  // namespace lockstep
 

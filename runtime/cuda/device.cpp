@@ -56,10 +56,11 @@ DeviceInfo device_info(int index) {
 
 int select_device(int local_rank, int local_size, bool exclusive, const std::string& what) {
   const int n = device_count();
-  LS_CHECK_INPUT(n > 0, "{}: {}", what, unavailable_reason());
-  LS_CHECK_INPUT(!exclusive || local_size <= n,
-                 "{}: {} ranks on this host but {} GPU{}; NCCL needs one GPU per rank (use --comm mpi to share)", what,
-                 local_size, n, n == 1 ? "" : "s");
+  LS_CHECK_INPUT_ON(n > 0, what, ": {}", unavailable_reason());
+  LS_CHECK_INPUT_ON(!exclusive || local_size <= n, what,
+                    ": {} ranks on this host but {} GPU{}; NCCL needs one GPU per rank (ranks share a GPU when "
+                    "gradients are staged through MPI)",
+                    local_size, n, n == 1 ? "" : "s");
   const int index = local_rank % n;
   LS_CUDA_CHECK(cudaSetDevice(index));
   return index;

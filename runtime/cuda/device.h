@@ -29,8 +29,9 @@ std::string unavailable_reason();
 DeviceInfo device_info(int index);
 
 // Picks and makes current the device for a rank: local_rank % device_count().
-// Throws InputError naming `what` (the flag that asked for a GPU) when there is
-// no device, and when `exclusive` (NCCL) and more local ranks than devices.
+// Throws InputError with subject `what` (the input that asked for a GPU, in
+// the caller's words) when there is no device, and when `exclusive` (NCCL)
+// and more local ranks than devices.
 int select_device(int local_rank, int local_size, bool exclusive, const std::string& what);
 
 // Makes `index` current for the lifetime of the guard, restoring the previous one.

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/input_subject.h"
 
 namespace lockstep {
 namespace {
@@ -78,7 +79,7 @@ std::unique_ptr<InMemoryDataset> read_cifar10_files(const std::vector<std::strin
 
 Cifar10Splits load_cifar10(const std::string& dir) {
   namespace fs = std::filesystem;
-  LS_CHECK_INPUT(fs::is_directory(dir), "--data-dir {}: not a directory", dir);
+  LS_CHECK_INPUT_ON(fs::is_directory(dir), subject::kDataDirectory, " {}: not a directory", dir);
   // Every file is located before any is read, so a missing one is named at once.
   auto locate = [&](const std::string& name) {
     const std::string path = dir + "/" + name;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "core/input_subject.h"
 #include "data/idx.h"
 
 namespace lockstep {
@@ -41,7 +42,7 @@ std::unique_ptr<InMemoryDataset> load_split(const std::string& dir, const std::s
 }  // namespace
 
 MnistSplits load_mnist_format(const std::string& dir, const std::string& name) {
-  LS_CHECK_INPUT(std::filesystem::is_directory(dir), "--data-dir {}: not a directory", dir);
+  LS_CHECK_INPUT_ON(std::filesystem::is_directory(dir), subject::kDataDirectory, " {}: not a directory", dir);
   MnistSplits s;
   s.train = load_split(dir, name, "train");
   s.test = load_split(dir, name, "t10k");

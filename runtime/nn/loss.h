@@ -22,7 +22,7 @@ LossStats softmax_cross_entropy(const Tensor& logits, const Tensor& labels, floa
 // dlogits = d(scale * sum_i loss_i)/dlogits. Use scale = 1/B for the batch mean.
 // On a GPU (`gpu` given) queued on its stream; there `loss_scale_dev`, a device
 // float (nullable), multiplies the gradient too, read by the kernel at run time:
-// fp16 training's dynamic loss scale (optim/loss_scaler.h), never read by the host.
+// fp16 training's dynamic loss scale (optim/device_step.h), never read by the host.
 void softmax_cross_entropy_backward(const Tensor& logits, const Tensor& labels, float scale, Tensor& dlogits,
                                     float label_smoothing = 0.f, cuda::Context* gpu = nullptr,
                                     const float* loss_scale_dev = nullptr);

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/input_subject.h"
 #include "optim/grad_clip.h"
-#include "optim/loss_scaler.h"
+#include "optim/device_step.h"
 
 namespace lockstep {
 
@@ -84,18 +85,18 @@ std::unique_ptr<ShmAllreduce> share_parameters(ParameterStore& params, Communica
 DistributedOptimizer::DistributedOptimizer(Optimizer& opt, ParameterStore& params, Communicator& comm,
                                            DistributedOptions options)
     : opt_(opt), params_(params), comm_(comm), options_(options) {
-  LS_CHECK_INPUT(options.max_grad_norm >= 0.f && std::isfinite(options.max_grad_norm),
-                 "--clip-grad-norm {}: must be a finite number >= 0", options.max_grad_norm);
-  LS_CHECK_INPUT(options.zero_stage == 0 || options.zero_stage == 1, "--zero-stage {}: expected 0 or 1",
-                 options.zero_stage);
-  LS_CHECK_INPUT(options.zero_stage == 0 || !params.device().is_cuda(),
-                 "--zero-stage 1: the optimizer state is sharded on the CPU path only, not yet on the GPU");
+  LS_CHECK_INPUT_ON(options.max_grad_norm >= 0.f && std::isfinite(options.max_grad_norm), subject::kMaxGradNorm,
+                    " {}: must be a finite number >= 0", options.max_grad_norm);
+  LS_CHECK_INPUT_ON(options.zero_stage == 0 || options.zero_stage == 1, subject::kZeroStage, " {}: expected 0 or 1",
+                    options.zero_stage);
+  LS_CHECK_INPUT_ON(options.zero_stage == 0 || !params.device().is_cuda(), subject::kZeroStage,
+                    " 1: the optimizer state is sharded on the CPU path only, not yet on the GPU");
   std::vector<Bucket> plan = plan_buckets(params, options.bucket_bytes, options.first_bucket_bytes);
   const bool on_gpu = params.device().is_cuda();
-  // On the GPU the clip factor is computed on the device, by the loss scaler's rule.
+  // On the GPU the clip factor is computed on the device, by the device step's rule.
   LS_CHECK(!on_gpu || options.max_grad_norm == 0.f ||
-               (options.loss_scaler && options.loss_scaler->config().max_grad_norm == options.max_grad_norm),
-           "DistributedOptimizer: clipping on the GPU needs a LossScaler configured with max_grad_norm {}",
+               (options.device_step && options.device_step->config().max_grad_norm == options.max_grad_norm),
+           "DistributedOptimizer: clipping on the GPU needs a DeviceStep configured with max_grad_norm {}",
            options.max_grad_norm);
   const bool zero = options.zero_stage == 1;
   if (zero) scatter_state(plan);
@@ -147,10 +148,10 @@ void DistributedOptimizer::broadcast_state(int root) {
 void DistributedOptimizer::step(float lr) {
   reducer_->finish();
   float scale = reducer_->grad_scale();
-  if (options_.loss_scaler) {  // GPU: the inf/NaN check and the rule, on the compute stream after the average
+  if (options_.device_step) {  // GPU: the inf/NaN check and the rule, on the compute stream after the average
     const OptimizerConfig& c = opt_.config();
     const bool adam = c.name != "sgd";
-    options_.loss_scaler->step(params_.grads().data<float>(), params_.padded_numel(), lr, scale,
+    options_.device_step->step(params_.grads().data<float>(), params_.padded_numel(), lr, scale,
                                adam ? c.beta1 : 0.f, adam ? c.beta2 : 0.f);
   } else if (options_.max_grad_norm > 0.f) {  // host: the same sum on every rank, no collective
     const auto n0 = Timeline::Clock::now();

@@ -19,14 +19,15 @@
 // events (options.nccl), or staged through pinned host memory over MPI
 // (options.nccl null: --comm mpi). State broadcasts stage through the host.
 //
-// fp16 (options.loss_scaler): after the average and before the update, the
-// gradients are checked for inf/NaN and the loss-scale rule decides, on the
-// device, whether the update applies (optim/loss_scale_rule.h).
+// GPU (options.device_step): after the average and before the update, the
+// device step's rule runs on the device (optim/step_rule.h): with fp16 the
+// gradients are checked for inf/NaN and the loss-scale rule decides whether
+// the update applies.
 //
 // Clipping (options.max_grad_norm > 0, optim/grad_clip.h): after the average,
 // the averaged gradient's global L2 norm; above the limit, the update's
 // gradient factor shrinks by max / (norm + 1e-6). On the host here; on the
-// GPU in the loss scaler's rule, which must then be configured with the same
+// GPU in the device step's rule, which must then be configured with the same
 // limit.
 //
 // ZeRO-1 (options.zero_stage 1, host parameters): the optimizer is sharded.
@@ -62,7 +63,7 @@
 
 namespace lockstep {
 
-class LossScaler;  // optim/loss_scaler.h
+class DeviceStep;  // optim/device_step.h
 
 struct DistributedOptions {
   bool average = true;                          // false: sum the gradients
@@ -79,9 +80,10 @@ struct DistributedOptions {
   cuda::Context* gpu = nullptr;
   NcclCommunicator* nccl = nullptr;
   double timeout_s = 300;                       // GPU: limit on waiting for a step's collectives
-  // fp16 training (GPU): checks the averaged gradients and runs the loss-scale
-  // rule before each update (optim/loss_scaler.h). Not owned.
-  LossScaler* loss_scaler = nullptr;
+  // GPU: the step's device-side state and rule (optim/device_step.h), run
+  // before each update: fp16's inf/NaN check and loss scale, clipping, a
+  // captured graph's scalars. Not owned.
+  DeviceStep* device_step = nullptr;
   float max_grad_norm = 0.f;                    // > 0: clip the averaged gradient to this global L2 norm
   int zero_stage = 0;                           // 1: shard the optimizer state over the ranks (host only)
   // ZeRO-1 with overlap: step() leaves the parameter allgather running for
@@ -133,7 +135,7 @@ class DistributedOptimizer {
   }
   // Host parameters with clipping: the last step's gradient norm before
   // clipping (of the averaged gradient), and the steps clipped so far. On the
-  // GPU both live in the loss scaler's device state.
+  // GPU both live in the device step's state.
   float last_grad_norm() const { return last_grad_norm_; }
   int64_t clipped_steps() const { return clipped_steps_; }
   // GPU: blocks until every queued collective has finished (bounded by the timeout).

@@ -10,8 +10,8 @@
 // step state's grad_factor): clipping costs one read of the gradients and no
 // write.
 //
-// The host function here; the GPU's sum is ops/update/loss_scale_cuda.h's and the
-// rule that applies it on the device optim/loss_scale_rule.h's.
+// The host function here; the GPU's sum is ops/update/step_rule_cuda.h's and the
+// rule that applies it on the device optim/step_rule.h's.
 #pragma once
 
 #include <math.h>

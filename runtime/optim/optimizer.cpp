@@ -105,8 +105,8 @@ void Optimizer::use_gpu(cuda::Context& gpu) {
   gpu_ = &gpu;
 }
 
-void Optimizer::use_loss_scale(const LossScaleState* state_dev) {
-  LS_CHECK(gpu_ != nullptr, "Optimizer::use_loss_scale: the optimizer is not on a GPU (use_gpu first)");
+void Optimizer::use_device_step(const StepState* state_dev) {
+  LS_CHECK(gpu_ != nullptr, "Optimizer::use_device_step: the optimizer is not on a GPU (use_gpu first)");
   loss_scale_ = state_dev;
 }
 

@@ -11,7 +11,7 @@
 
 #include "comm/ownership.h"
 #include "nn/parameter_store.h"
-#include "optim/loss_scale_rule.h"
+#include "optim/step_rule.h"
 
 namespace lockstep {
 
@@ -65,8 +65,8 @@ class Optimizer {
   void use_gpu(cuda::Context& gpu);
   // fp16 training (GPU): the update kernels read this device state each step
   // -- skip or apply, the gradient factor, Adam's bias corrections -- in place
-  // of the host's scale and step count (optim/loss_scale_rule.h). Not owned.
-  void use_loss_scale(const LossScaleState* state_dev);
+  // of the host's scale and step count (optim/step_rule.h). Not owned.
+  void use_device_step(const StepState* state_dev);
   const OptimizerConfig& config() const { return config_; }
 
  protected:
@@ -81,7 +81,7 @@ class Optimizer {
   OptimizerConfig config_;
   int64_t steps_ = 0;  // updates applied so far (Adam's bias correction uses steps_ + 1)
   cuda::Context* gpu_ = nullptr;  // set by use_gpu()
-  const LossScaleState* loss_scale_ = nullptr;  // device memory; set by use_loss_scale()
+  const StepState* loss_scale_ = nullptr;  // device memory; set by use_device_step()
 
  private:
   struct Range {

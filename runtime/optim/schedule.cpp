@@ -5,18 +5,20 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/input_subject.h"
 
 namespace lockstep {
 
 void LrSchedule::validate() const {
-  LS_CHECK_INPUT(kind == "constant" || kind == "step" || kind == "cosine",
-                 "--lr-schedule '{}' is not one of constant, step, cosine", kind);
-  LS_CHECK_INPUT(std::isfinite(base_lr) && base_lr > 0.f, "--lr {} must be a positive number", base_lr);
+  LS_CHECK_INPUT_ON(kind == "constant" || kind == "step" || kind == "cosine", subject::kLrSchedule,
+                    " '{}' is not one of constant, step, cosine", kind);
+  LS_CHECK_INPUT_ON(std::isfinite(base_lr) && base_lr > 0.f, subject::kLearningRate, " {} must be a positive number",
+                    base_lr);
   LS_CHECK_INPUT(warmup_steps >= 0, "warmup of {} steps is negative", warmup_steps);
   LS_CHECK_INPUT(std::isfinite(warmup_start_lr) && warmup_start_lr >= 0.f && warmup_start_lr <= base_lr,
                  "warmup start LR {} must be in [0, {}]", warmup_start_lr, base_lr);
   LS_CHECK_INPUT(kind != "step" || step_every > 0, "step schedule needs a positive decay interval");
-  LS_CHECK_INPUT(gamma > 0.f && gamma <= 1.f, "--lr-gamma {} must be in (0, 1]", gamma);
+  LS_CHECK_INPUT_ON(gamma > 0.f && gamma <= 1.f, subject::kLrGamma, " {} must be in (0, 1]", gamma);
 }
 
 float LrSchedule::lr(int64_t step) const {

@@ -1,13 +1,16 @@
 // SGD update, one pass over the flat buffers.
 #include "optim/sgd.h"
 
+#include "core/input_subject.h"
 #include "ops/update/update.h"
 
 namespace lockstep {
 
 Sgd::Sgd(ParameterStore& params, const OptimizerConfig& config) : Optimizer(params, config) {
-  LS_CHECK_INPUT(config.momentum >= 0.f && config.momentum < 1.f, "--momentum {} must be in [0, 1)", config.momentum);
-  LS_CHECK_INPUT(!config.nesterov || config.momentum > 0.f, "Nesterov momentum needs --momentum > 0");
+  LS_CHECK_INPUT_ON(config.momentum >= 0.f && config.momentum < 1.f, subject::kMomentum, " {} must be in [0, 1)",
+                    config.momentum);
+  LS_CHECK_INPUT_ON(config.momentum > 0.f || !config.nesterov, subject::kMomentum,
+                    " {}: Nesterov momentum needs it above 0", config.momentum);
 }
 
 std::string Sgd::describe() const {

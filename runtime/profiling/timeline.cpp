@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/input_subject.h"
 
 namespace lockstep {
 
@@ -20,7 +21,7 @@ std::string timeline_path_for_rank(const std::string& path, int rank, int world_
 
 Timeline::Timeline(const std::string& path, int pid) : path_(path), pid_(pid), origin_(Clock::now()) {
   f_ = std::fopen(path.c_str(), "w");
-  if (!f_) LS_INPUT_ERROR("--timeline: cannot open {} ({})", path, std::strerror(errno));
+  if (!f_) LS_INPUT_ERROR_ON(subject::kTimelineFile, ": cannot open {} ({})", path, std::strerror(errno));
   std::fputs("[\n", f_);
   const char* names[] = {"compute", "comm", "data"};
   std::string meta = nlohmann::json({{"name", "process_name"}, {"ph", "M"}, {"pid", pid_}, {"tid", 0},

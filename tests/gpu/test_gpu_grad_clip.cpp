@@ -1,5 +1,5 @@
 // Gradient clipping on the GPU (--clip-grad-norm): the device's fixed-order
-// sum of squares (ops/update/loss_scale_cuda.h) against the host's, and updates
+// sum of squares (ops/update/step_rule_cuda.h) against the host's, and updates
 // through the DistributedOptimizer and the loss scaler's rule against the
 // CPU's DistributedOptimizer clipping the same gradients (world of one).
 // fp32 with a fixed scale of 1, and fp16's dynamic scale (the GPU gets S
@@ -13,8 +13,8 @@
 #include "gpu_test_util.h"
 #include "optim/distributed_optimizer.h"
 #include "optim/grad_clip.h"
-#include "ops/update/loss_scale_cuda.h"
-#include "optim/loss_scaler.h"
+#include "ops/update/step_rule_cuda.h"
+#include "optim/device_step.h"
 #include "registry.h"
 
 using namespace lockstep;
@@ -26,13 +26,13 @@ TEST_CASE("clipping on the GPU: the device sum of squares is the host's, the sam
     CAPTURE(n);
     const std::vector<float> g = random_vector(n, 31, -3.f, 3.f);
     const Tensor t = Tensor::from_vector(Shape{n}, g).to(f.ctx.allocator());
-    LossScaleConfig c;
-    c.dynamic = false;
-    c.init_scale = 1.f;
+    StepConfig c;
+    c.loss_scale.dynamic = false;
+    c.loss_scale.init_scale = 1.f;
     c.max_grad_norm = 1.f;
-    LossScaler scaler(f.ctx, c);
+    DeviceStep scaler(f.ctx, c);
     Tensor partials = Tensor::zeros(Shape{kSumsqBlocks * 8}, DType::U8, f.ctx.allocator());
-    auto* state = const_cast<LossScaleState*>(scaler.state_dev());
+    auto* state = const_cast<StepState*>(scaler.state_dev());
     grad_sumsq_cuda(n, t.data<float>(), static_cast<double*>(partials.raw_data()), state, f.ctx.raw_stream());
     const double first = scaler.read().grad_sumsq;
     grad_sumsq_cuda(n, t.data<float>(), static_cast<double*>(partials.raw_data()), state, f.ctx.raw_stream());
@@ -57,19 +57,19 @@ void clip_parity(bool fp16) {
   gpu->to(f.ctx.allocator());
   auto opt_cpu = make_optimizer(cpu->params(), oc), opt_gpu = make_optimizer(gpu->params(), oc);
   opt_gpu->use_gpu(f.ctx);
-  LossScaleConfig lc;
-  lc.dynamic = fp16;
-  lc.init_scale = fp16 ? 1024.f : 1.f;
+  StepConfig lc;
+  lc.loss_scale.dynamic = fp16;
+  lc.loss_scale.init_scale = fp16 ? 1024.f : 1.f;
   lc.max_grad_norm = max_norm;
-  LossScaler scaler(f.ctx, lc);
-  opt_gpu->use_loss_scale(scaler.state_dev());
+  DeviceStep scaler(f.ctx, lc);
+  opt_gpu->use_device_step(scaler.state_dev());
   SingleProcessCommunicator comm;
   DistributedOptions oh;
   oh.max_grad_norm = max_norm;
   DistributedOptimizer dcpu(*opt_cpu, cpu->params(), comm, oh);
   DistributedOptions og = oh;
   og.gpu = &f.ctx;
-  og.loss_scaler = &scaler;
+  og.device_step = &scaler;
   DistributedOptimizer dgpu(*opt_gpu, gpu->params(), comm, og);
   const int64_t n = cpu->params().padded_numel();
   for (int step = 0; step < 3; ++step) {
@@ -78,7 +78,7 @@ void clip_parity(bool fp16) {
     const float amp = step == 1 ? 0.01f : 0.5f;
     const std::vector<float> g = random_vector(n, 60 + static_cast<uint64_t>(step), -amp, amp);
     std::vector<float> scaled(g);
-    for (float& v : scaled) v *= lc.init_scale;
+    for (float& v : scaled) v *= lc.loss_scale.init_scale;
     std::copy(g.begin(), g.end(), cpu->params().grads().data<float>());
     dcpu.begin_backward(true);
     dcpu.step(0.01f);
@@ -89,7 +89,7 @@ void clip_parity(bool fp16) {
     f.ctx.synchronize();
     LS_REQUIRE_PARITY(on_host(gpu->params().values()).to_vector(), cpu->params().values().to_vector(), 1e-6);
     LS_REQUIRE_PARITY(on_host(*opt_gpu->state()[0].second).to_vector(), opt_cpu->state()[0].second->to_vector(), 1e-6);
-    const LossScaleState st = scaler.read();
+    const StepState st = scaler.read();
     CHECK(st.grad_norm == Approx(dcpu.last_grad_norm()).epsilon(1e-6));
     CHECK(st.clipped == dcpu.clipped_steps());
   }

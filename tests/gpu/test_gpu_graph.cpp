@@ -18,7 +18,7 @@
 #include "nn/loss.h"
 #include "ops/elementwise/elementwise_cpu.h"
 #include "ops/elementwise/elementwise_cuda.h"
-#include "optim/loss_scaler.h"
+#include "optim/device_step.h"
 #include "optim/optimizer.h"
 #include "registry.h"
 
@@ -116,7 +116,7 @@ TEST_CASE("a model's training step captured once and replayed matches eager step
       struct Replica {
         std::unique_ptr<Model> m;
         std::unique_ptr<Optimizer> opt;
-        std::unique_ptr<LossScaler> state;
+        std::unique_ptr<DeviceStep> state;
       } eager, graph;
       for (Replica* r : {&eager, &graph}) {
         r->m = models::build_model(model, spec, 5);
@@ -126,11 +126,11 @@ TEST_CASE("a model's training step captured once and replayed matches eager step
         oc.weight_decay = 1e-4f;
         r->opt = make_optimizer(r->m->params(), oc);
         r->opt->use_gpu(f.ctx);
-        LossScaleConfig lc;
-        lc.dynamic = false;
-        lc.init_scale = 1.f;
-        r->state = std::make_unique<LossScaler>(f.ctx, lc);
-        r->opt->use_loss_scale(r->state->state_dev());
+        StepConfig lc;
+        lc.loss_scale.dynamic = false;
+        lc.loss_scale.init_scale = 1.f;
+        r->state = std::make_unique<DeviceStep>(f.ctx, lc);
+        r->opt->use_device_step(r->state->state_dev());
       }
       // The step's device-side scalars, as DeviceRuntime::set_step keeps them.
       Tensor lr_dev = f.device_zeros(Shape{1}), step_dev = f.device_zeros(Shape{1}, DType::I64);

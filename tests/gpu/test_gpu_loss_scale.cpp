@@ -1,4 +1,4 @@
-// fp16 training's dynamic loss scaling on the GPU (optim/loss_scaler.h): the
+// fp16 training's dynamic loss scaling on the GPU (optim/device_step.h): the
 // device inf/NaN check, the one-thread rule and the optimizer kernels reading
 // its decision, against the CPU optimizer given the unscaled gradients.
 //
@@ -19,8 +19,8 @@
 #include "comm/communicator.h"
 #include "gpu_test_util.h"
 #include "optim/distributed_optimizer.h"
-#include "ops/update/loss_scale_cuda.h"
-#include "optim/loss_scaler.h"
+#include "ops/update/step_rule_cuda.h"
+#include "optim/device_step.h"
 #include "optim/optimizer.h"
 #include "registry.h"
 
@@ -30,14 +30,14 @@ using namespace lockstep::testing;
 namespace {
 
 // The mlp's parameters twice (host and GPU) with an optimizer each; the GPU's
-// updates follow a LossScaler.
+// updates follow a DeviceStep.
 struct ScaledPair {
   GpuFixture& f;
   std::unique_ptr<Model> cpu, gpu;
   std::unique_ptr<Optimizer> opt_cpu, opt_gpu;
-  LossScaler scaler;
+  DeviceStep scaler;
 
-  ScaledPair(GpuFixture& fixture, const OptimizerConfig& oc, const LossScaleConfig& lc)
+  ScaledPair(GpuFixture& fixture, const OptimizerConfig& oc, const StepConfig& lc)
       : f(fixture), scaler(fixture.ctx, lc) {
     const models::ModelSpec spec{Shape{1, 28, 28}, 10};
     cpu = models::build_model("mlp", spec, 3);
@@ -46,7 +46,7 @@ struct ScaledPair {
     opt_cpu = make_optimizer(cpu->params(), oc);
     opt_gpu = make_optimizer(gpu->params(), oc);
     opt_gpu->use_gpu(f.ctx);
-    opt_gpu->use_loss_scale(scaler.state_dev());
+    opt_gpu->use_device_step(scaler.state_dev());
   }
   int64_t n() const { return cpu->params().padded_numel(); }
   bool adam() const { return opt_cpu->name() != "sgd"; }
@@ -82,9 +82,10 @@ struct ScaledPair {
 
 void run_sequence(const OptimizerConfig& oc) {
   GpuFixture f;
-  LossScaleConfig lc;
-  lc.init_scale = 1024.f;
-  lc.growth_interval = 2;
+  StepConfig lc;
+  lc.loss_scale.dynamic = true;
+  lc.loss_scale.init_scale = 1024.f;
+  lc.loss_scale.growth_interval = 2;
   ScaledPair sp(f, oc, lc);
   const float lr = 0.01f;
   const auto g1 = random_vector(sp.n(), 21, -0.5f, 0.5f), g2 = random_vector(sp.n(), 22, -0.5f, 0.5f),
@@ -99,7 +100,7 @@ void run_sequence(const OptimizerConfig& oc) {
   sp.gpu_step(g2, 1024.f, lr, /*poison=*/sp.n() / 2);
   sp.gpu_step(g2, 512.f, lr, /*poison=*/0, /*nan=*/true);
   REQUIRE(sp.snapshot(*sp.gpu, *sp.opt_gpu) == before);
-  LossScaleState st = sp.scaler.read();
+  StepState st = sp.scaler.read();
   CHECK(st.scale == 256.f);
   CHECK(st.skipped == 2);
   CHECK(st.applied == 1);
@@ -151,13 +152,14 @@ TEST_CASE("fp16 loss scaling through the DistributedOptimizer matches the CPU op
     oc.momentum = 0.9f;
   }
   GpuFixture f;
-  LossScaleConfig lc;
-  lc.init_scale = 4096.f;
+  StepConfig lc;
+  lc.loss_scale.dynamic = true;
+  lc.loss_scale.init_scale = 4096.f;
   ScaledPair sp(f, oc, lc);
   SingleProcessCommunicator comm;
   DistributedOptions o;
   o.gpu = &f.ctx;
-  o.loss_scaler = &sp.scaler;
+  o.device_step = &sp.scaler;
   DistributedOptimizer dopt(*sp.opt_gpu, sp.gpu->params(), comm, o);
   const float lr = 0.01f;
   float scale = 4096.f;
@@ -177,7 +179,7 @@ TEST_CASE("fp16 loss scaling through the DistributedOptimizer matches the CPU op
       sp.cpu_step(g, lr);
     LS_REQUIRE_PARITY(sp.snapshot(*sp.gpu, *sp.opt_gpu), sp.snapshot(*sp.cpu, *sp.opt_cpu), 1e-6);
   }
-  const LossScaleState st = sp.scaler.read();
+  const StepState st = sp.scaler.read();
   CHECK(st.applied == 3);
   CHECK(st.skipped == 1);
   CHECK(st.scale == 2048.f);
@@ -187,12 +189,12 @@ TEST_CASE("fp16 loss scaling: the device check finds one inf or NaN among a mill
   GpuFixture f;
   const int64_t n = 1 << 20;
   std::vector<float> g = random_vector(n, 5, -60000.f, 60000.f);
-  LossScaler scaler(f.ctx, LossScaleConfig{});
-  LossScaleState s = scaler.initial();
+  DeviceStep scaler(f.ctx, StepConfig{LossScaleConfig{}});  // dynamic: the check runs
+  StepState s = scaler.initial();
   auto found = [&](const std::vector<float>& v) {
     const Tensor t = Tensor::from_vector(Shape{n}, v).to(f.ctx.allocator());
     scaler.restore(s);
-    flag_nonfinite_cuda(n, t.data<float>(), const_cast<LossScaleState*>(scaler.state_dev()), f.ctx.raw_stream());
+    flag_nonfinite_cuda(n, t.data<float>(), const_cast<StepState*>(scaler.state_dev()), f.ctx.raw_stream());
     return scaler.read().found_nonfinite;
   };
   CHECK(found(g) == 0);  // large but finite

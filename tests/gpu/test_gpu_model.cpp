@@ -91,7 +91,7 @@
 // the layout changes where values live and the convolutions' and batch norms'
 // summation order, nothing else (dropout draws by logical element index).
 //
-// fp16 runs the same test with dynamic loss scaling in the loop (a LossScaler
+// fp16 runs the same test with dynamic loss scaling in the loop (a DeviceStep
 // at scale 1024, read by the loss gradient and by the optimizer's kernels):
 // the parameter gradients are 1024 times the CPU's (a power of two: dividing
 // back is exact) and the updates must match as in bf16. fp16 keeps 11
@@ -109,7 +109,7 @@
 #include "cuda/check.h"
 #include "gpu_test_util.h"
 #include "nn/loss.h"
-#include "optim/loss_scaler.h"
+#include "optim/device_step.h"
 #include "optim/optimizer.h"
 #include "registry.h"
 #include "rounding_control.h"
@@ -159,7 +159,7 @@ struct ModelPair {
   const Case& c;
   std::unique_ptr<Model> cpu, gpu;
   std::unique_ptr<Optimizer> opt_cpu, opt_gpu;
-  std::unique_ptr<LossScaler> scaler;  // fp16: the dynamic loss scale (fixed at kScale by a long window)
+  std::unique_ptr<DeviceStep> scaler;  // fp16: the dynamic loss scale (fixed at kScale by a long window)
   Tensor x, labels, xg, lg;  // the batch on the host and (fp32) on the GPU
   static constexpr float kScale = 1024.f;
   static constexpr uint64_t kSeed = 11;  // the models' initial weights
@@ -179,11 +179,12 @@ struct ModelPair {
     opt_gpu = make_optimizer(gpu->params(), oc);
     opt_gpu->use_gpu(f.ctx);
     if (compute == DType::F16) {
-      LossScaleConfig lc;
-      lc.init_scale = kScale;
-      lc.growth_interval = 1000;
-      scaler = std::make_unique<LossScaler>(f.ctx, lc);
-      opt_gpu->use_loss_scale(scaler->state_dev());
+      StepConfig lc;
+      lc.loss_scale.dynamic = true;
+      lc.loss_scale.init_scale = kScale;
+      lc.loss_scale.growth_interval = 1000;
+      scaler = std::make_unique<DeviceStep>(f.ctx, lc);
+      opt_gpu->use_device_step(scaler->state_dev());
     }
     const Shape xs = cpu->batch_shape(c.batch);
     x = Tensor::from_vector(xs, random_vector(xs.numel(), 5));
@@ -371,7 +372,7 @@ TEST_CASE("built-in models in bf16 and fp16 on the GPU track the fp32 CPU run", 
           mp.resync();
         }
         if (mp.scaler) {  // two finite steps, applied, at the same scale
-          const LossScaleState st = mp.scaler->read();
+          const StepState st = mp.scaler->read();
           REQUIRE(st.applied == 2);
           REQUIRE(st.skipped == 0);
           REQUIRE(st.scale == ModelPair::kScale);

@@ -16,14 +16,13 @@
 #include "comm/nccl_communicator.h"
 #include "cuda/context.h"
 #include "data/loader.h"
-#include "device_runtime.h"
+#include "device/device_runtime.h"
 #include "mpi_gpu_cases.h"
 #include "mpi_world.h"
 #include "nn/loss.h"
 #include "optim/distributed_optimizer.h"
-#include "optim/loss_scaler.h"
+#include "optim/device_step.h"
 #include "optim/optimizer.h"
-#include "options.h"
 #include "registry.h"
 
 using namespace lockstep;
@@ -34,15 +33,14 @@ TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the ea
   Communicator& w = world();
   if (w.size() != 1) return;  // bitwise equality is claimed for one rank (NCCL may pick other algorithms in graphs)
 
-  TrainConfig c;
-  c.device = DeviceKind::Cuda;
-  c.comm = GpuComm::Nccl;
-  c.cuda_graph = true;
-  c.collective_timeout_s = 120;
-  DeviceRuntime dev(c, w);
+  DeviceRuntimeOptions o;
+  o.transport = GpuTransport::Nccl;
+  o.graphs = true;
+  o.collective_timeout_s = 120;
+  DeviceRuntime dev(o, w);
   dev.connect(w);
   REQUIRE(dev.nccl() != nullptr);
-  REQUIRE(dev.loss_scaler() != nullptr);  // a fixed scale of 1: the step's device-side scalars
+  REQUIRE(dev.device_step() != nullptr);  // a fixed scale of 1: the step's device-side scalars
   cuda::Context& gpu = dev.gpu();
 
   const models::ModelSpec spec{Shape{1, 28, 28}, 10};
@@ -66,8 +64,8 @@ TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the ea
     o.nccl = dev.nccl();
     o.timeout_s = 120;
     if (r == &graph) {
-      r->opt->use_loss_scale(dev.loss_scaler()->state_dev());
-      o.loss_scaler = dev.loss_scaler();
+      r->opt->use_device_step(dev.device_step()->state_dev());
+      o.device_step = dev.device_step();
     }
     r->dopt = std::make_unique<DistributedOptimizer>(*r->opt, r->m->params(), w, o);
     DistributedOptimizer* d = r->dopt.get();
@@ -109,7 +107,7 @@ TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the ea
     // Graph replica: as Trainer::graph_step.
     const Batch& b = dev.upload(hb);
     const DeviceRuntime::StepScalars sp = dev.set_step(lr, s);
-    dev.loss_scaler()->read_lr_from(sp.lr);
+    dev.device_step()->read_lr_from(sp.lr);
     const auto how = dev.run_step(b.images.raw_data(), [&] { queue_step(graph, b.images, b.labels, s, lr, sp.step); });
     if (how == DeviceRuntime::StepRun::Replayed) {
       graph.loss.count_replayed(batch);
@@ -129,5 +127,5 @@ TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the ea
   CHECK(lg.count == le.count);
   CHECK(lg.loss_sum == le.loss_sum);
   CHECK(lg.correct == le.correct);
-  CHECK(dev.loss_scaler()->read().applied == 12);
+  CHECK(dev.device_step()->read().applied == 12);
 }

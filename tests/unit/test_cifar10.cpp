@@ -126,7 +126,7 @@ TEST_CASE("CIFAR-10 files round-trip: pixels, channel order, labels, any record 
 
 TEST_CASE("damaged CIFAR-10 directories are input errors naming the file", "[cifar10]") {
   TempDir base;
-  CHECK(load_error(base.file("nope")) == "--data-dir " + base.file("nope") + ": not a directory");
+  CHECK(load_error(base.file("nope")) == "data directory " + base.file("nope") + ": not a directory");
 
   SECTION("missing training file") {
     TempDir d;

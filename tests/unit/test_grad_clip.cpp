@@ -11,7 +11,7 @@
 #include "core/cpu.h"
 #include "optim/distributed_optimizer.h"
 #include "optim/grad_clip.h"
-#include "optim/loss_scale_rule.h"
+#include "optim/step_rule.h"
 
 using namespace lockstep;
 
@@ -123,43 +123,45 @@ TEST_CASE("sum of squares: one order whatever the thread count, close to an exac
 }
 
 TEST_CASE("device rule: clipping scales the gradient factor by the unscaled norm's coefficient", "[clip][loss_scale]") {
-  LossScaleConfig c;
-  c.dynamic = false;  // a fixed scale of 1: clipping in fp32/bf16 on the GPU
-  c.init_scale = 1.f;
+  StepConfig c;
+  c.loss_scale.dynamic = false;  // a fixed scale of 1: clipping in fp32/bf16 on the GPU
+  c.loss_scale.init_scale = 1.f;
   c.max_grad_norm = 0.25f;
-  LossScaleState s = initial_loss_scale_state(c);
+  StepState s = initial_step_state(c);
   s.grad_sumsq = 16.0;  // summed gradient of norm 4; averaged over 2 ranks: 2
-  loss_scale_step(s, c, 0.1f, 0.5f, 0.f, 0.f);
+  step_rule(s, c, 0.1f, 0.5f, 0.f, 0.f);
   CHECK(s.skip == 0);
   CHECK(s.grad_norm == 2.f);
   CHECK(s.grad_factor == 0.5f * clip_coefficient(2.f, 0.25f));
   CHECK(s.clipped == 1);
   s.grad_sumsq = 0.04;  // norm 0.1 after averaging: under the limit
-  loss_scale_step(s, c, 0.1f, 0.5f, 0.f, 0.f);
+  step_rule(s, c, 0.1f, 0.5f, 0.f, 0.f);
   CHECK(s.grad_factor == 0.5f);
   CHECK(s.clipped == 1);
 
   // fp16: the norm is the unscaled gradient's; a non-finite sum is the inf/NaN check.
-  LossScaleConfig d;
-  d.init_scale = 1024.f;
+  StepConfig d;
+  d.loss_scale.dynamic = true;
+  d.loss_scale.init_scale = 1024.f;
   d.max_grad_norm = 1.f;
-  LossScaleState f = initial_loss_scale_state(d);
+  StepState f = initial_step_state(d);
   f.grad_sumsq = 1024.0 * 1024.0 * 9.0;  // scaled gradient of norm 3 x 1024
-  loss_scale_step(f, d, 0.1f, 1.f, 0.f, 0.f);
+  step_rule(f, d, 0.1f, 1.f, 0.f, 0.f);
   CHECK(f.skip == 0);
   CHECK(f.grad_norm == 3.f);
   CHECK(f.grad_factor == (1.f / 1024.f) * clip_coefficient(3.f, 1.f));
   f.grad_sumsq = std::numeric_limits<double>::infinity();
-  loss_scale_step(f, d, 0.1f, 1.f, 0.f, 0.f);
+  step_rule(f, d, 0.1f, 1.f, 0.f, 0.f);
   CHECK(f.skip == 1);
   CHECK(f.scale == 512.f);
   CHECK(f.clipped == 1);  // a skipped step is not a clipped update
   // Without clipping the sum is not read: the flag alone decides.
-  LossScaleConfig e;
-  e.init_scale = 1024.f;
-  LossScaleState g = initial_loss_scale_state(e);
+  StepConfig e;
+  e.loss_scale.dynamic = true;
+  e.loss_scale.init_scale = 1024.f;
+  StepState g = initial_step_state(e);
   g.grad_sumsq = std::numeric_limits<double>::infinity();
-  loss_scale_step(g, e, 0.1f, 1.f, 0.f, 0.f);
+  step_rule(g, e, 0.1f, 1.f, 0.f, 0.f);
   CHECK(g.skip == 0);
   CHECK(g.grad_factor == 1.f / 1024.f);
 }

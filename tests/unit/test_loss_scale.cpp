@@ -1,4 +1,4 @@
-// The dynamic loss-scale rule (optim/loss_scale_rule.h) on the host: the same
+// The dynamic loss-scale rule (optim/step_rule.h) on the host: the same
 // function one GPU thread runs each fp16 step. GradScaler's semantics: skip
 // and halve on inf/NaN, double after `growth_interval` finite steps in a row,
 // never grow past fp32's range; Adam's bias corrections follow the applied
@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "checkpoint/checkpoint.h"
-#include "optim/loss_scale_rule.h"
+#include "optim/step_rule.h"
 #include "registry.h"
 #include "temp_dir.h"
 
@@ -17,25 +17,26 @@ using namespace lockstep;
 
 namespace {
 
-LossScaleConfig small_window() {
-  LossScaleConfig c;
-  c.init_scale = 1024.f;
-  c.growth_interval = 3;
+StepConfig small_window() {
+  StepConfig c;
+  c.loss_scale.dynamic = true;
+  c.loss_scale.init_scale = 1024.f;
+  c.loss_scale.growth_interval = 3;
   return c;
 }
 
 // One step with this step's inf/NaN verdict.
-void step(LossScaleState& s, const LossScaleConfig& c, bool nonfinite, float lr = 0.1f, float b1 = 0.9f,
+void step(StepState& s, const StepConfig& c, bool nonfinite, float lr = 0.1f, float b1 = 0.9f,
           float b2 = 0.999f) {
   s.found_nonfinite = nonfinite ? 1 : 0;
-  loss_scale_step(s, c, lr, 0.5f, b1, b2);
+  step_rule(s, c, lr, 0.5f, b1, b2);
 }
 
 }  // namespace
 
 TEST_CASE("loss scale: skip and halve on inf/NaN, grow after a window of finite steps", "[loss_scale]") {
-  const LossScaleConfig c = small_window();
-  LossScaleState s = initial_loss_scale_state(c);
+  const StepConfig c = small_window();
+  StepState s = initial_step_state(c);
   REQUIRE(s.scale == 1024.f);
   REQUIRE(s.applied == 0);
 
@@ -76,8 +77,8 @@ TEST_CASE("loss scale: skip and halve on inf/NaN, grow after a window of finite 
 }
 
 TEST_CASE("loss scale: Adam's bias corrections count applied updates only", "[loss_scale]") {
-  const LossScaleConfig c = small_window();
-  LossScaleState s = initial_loss_scale_state(c);
+  const StepConfig c = small_window();
+  StepState s = initial_step_state(c);
   const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f;
   // As Adam::update computes them for t = 1, 2.
   auto expect = [&](double t) {
@@ -99,22 +100,23 @@ TEST_CASE("loss scale: Adam's bias corrections count applied updates only", "[lo
 }
 
 TEST_CASE("loss scale: growth stops short of fp32 overflow", "[loss_scale]") {
-  LossScaleConfig c;
-  c.init_scale = std::numeric_limits<float>::max() / 1.5f;
-  c.growth_interval = 1;
-  LossScaleState s = initial_loss_scale_state(c);
+  StepConfig c;
+  c.loss_scale.dynamic = true;
+  c.loss_scale.init_scale = std::numeric_limits<float>::max() / 1.5f;
+  c.loss_scale.growth_interval = 1;
+  StepState s = initial_step_state(c);
   step(s, c, false);
-  CHECK(s.scale == c.init_scale);  // doubling would be inf: kept
+  CHECK(s.scale == c.loss_scale.init_scale);  // doubling would be inf: kept
   CHECK(std::isfinite(s.scale));
   CHECK(s.good_steps == 0);
 }
 
 TEST_CASE("a fixed scale of 1 only carries the step's scalars (captured CUDA graphs)", "[loss_scale]") {
-  LossScaleConfig c;
-  c.dynamic = false;
-  c.init_scale = 1.f;
-  c.growth_interval = 2;
-  LossScaleState s = initial_loss_scale_state(c);
+  StepConfig c;
+  c.loss_scale.dynamic = false;
+  c.loss_scale.init_scale = 1.f;
+  c.loss_scale.growth_interval = 2;
+  StepState s = initial_step_state(c);
   for (int i = 1; i <= 5; ++i) {
     const float lr = 0.1f / static_cast<float>(i);
     step(s, c, false, lr);
@@ -127,9 +129,10 @@ TEST_CASE("a fixed scale of 1 only carries the step's scalars (captured CUDA gra
 }
 
 TEST_CASE("loss scale: a scale so small that 1/S overflows skips the step", "[loss_scale]") {
-  LossScaleConfig c;
-  c.init_scale = 1e-39f;  // fp32 subnormal: 0.5 / S is inf
-  LossScaleState s = initial_loss_scale_state(c);
+  StepConfig c;
+  c.loss_scale.dynamic = true;
+  c.loss_scale.init_scale = 1e-39f;  // fp32 subnormal: 0.5 / S is inf
+  StepState s = initial_step_state(c);
   step(s, c, false);
   CHECK(s.skip == 1);
   CHECK(s.applied == 0);

@@ -7,14 +7,14 @@
 
 #ifdef LOCKSTEP_HAVE_CUDA
 #include "cuda/context.h"
-#include "ops/update/loss_scale_cuda.h"
+#include "ops/update/step_rule_cuda.h"
 #include "ops/update/update_cuda.h"
 #endif
 
 namespace lockstep::ops {
 
 void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const AdamScalars& a, float decoupled_wd,
-                 const LossScaleState* amp, const Exec& ex) {
+                 const StepState* amp, const Exec& ex) {
   if (ex.gpu) {
 #ifdef LOCKSTEP_HAVE_CUDA
     adam_update_cuda(n, p, g, m, v, a, decoupled_wd, amp, ex.gpu->raw_stream());
@@ -28,7 +28,7 @@ void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const 
 }
 
 void sgd_update(int64_t n, float* p, const float* g, float* momentum_buf, float lr, float scale, float weight_decay,
-                float momentum, bool nesterov, const LossScaleState* amp, const Exec& ex) {
+                float momentum, bool nesterov, const StepState* amp, const Exec& ex) {
   if (ex.gpu) {
 #ifdef LOCKSTEP_HAVE_CUDA
     sgd_update_cuda(n, p, g, momentum_buf, lr, scale, weight_decay, momentum, nesterov, amp, ex.gpu->raw_stream());
@@ -41,25 +41,24 @@ void sgd_update(int64_t n, float* p, const float* g, float* momentum_buf, float 
   sgd_update_cpu(n, p, g, momentum_buf, lr, scale, weight_decay, momentum, nesterov);
 }
 
-void loss_scale_step(const float* grads, int64_t n, double* partials, LossScaleState* state,
-                     const LossScaleConfig& config, float lr, const float* lr_dev, float base_factor, float beta1,
-                     float beta2, const Exec& ex) {
+void device_step_rule(const float* grads, int64_t n, double* partials, StepState* state, const StepConfig& config,
+                      float lr, const float* lr_dev, float base_factor, float beta1, float beta2, const Exec& ex) {
 #ifdef LOCKSTEP_HAVE_CUDA
-  LS_CHECK(ex.gpu != nullptr, "{}: loss scaling runs on a GPU (no device context given)", ex.who);
+  LS_CHECK(ex.gpu != nullptr, "{}: the device step rule runs on a GPU (no device context given)", ex.who);
   const cudaStream_t st = ex.gpu->raw_stream();
   if (config.max_grad_norm > 0.f)  // the rule reads the sum; a non-finite one is the inf/NaN flag
     grad_sumsq_cuda(n, grads, partials, state, st);
-  else if (config.dynamic)
+  else if (config.loss_scale.dynamic)
     flag_nonfinite_cuda(n, grads, state, st);
-  loss_scale_step_cuda(state, config, lr, lr_dev, base_factor, beta1, beta2, st);
+  device_step_rule_cuda(state, config, lr, lr_dev, base_factor, beta1, beta2, st);
 #else
   (void)grads, (void)n, (void)partials, (void)state, (void)config, (void)lr, (void)lr_dev, (void)base_factor,
       (void)beta1, (void)beta2;
-  LS_THROW("{}: loss scaling runs on a GPU; this build has no CUDA support", ex.who);
+  LS_THROW("{}: the device step rule runs on a GPU; this build has no CUDA support", ex.who);
 #endif
 }
 
-int64_t loss_scale_partials() {
+int64_t step_rule_partials() {
 #ifdef LOCKSTEP_HAVE_CUDA
   return kSumsqBlocks;
 #else

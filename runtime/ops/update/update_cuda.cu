@@ -20,7 +20,7 @@ using cuda::grid_stride;
 
 // With a loss-scale state: nothing on a skipped step, else its gradient factor
 // and learning rate.
-__device__ inline bool apply_loss_scale(const LossScaleState* amp, float& scale, float& lr) {
+__device__ inline bool apply_loss_scale(const StepState* amp, float& scale, float& lr) {
   if (!amp) return true;
   if (amp->skip) return false;
   scale = amp->grad_factor;
@@ -29,20 +29,20 @@ __device__ inline bool apply_loss_scale(const LossScaleState* amp, float& scale,
 }
 
 __global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr, float scale, float wd,
-                           const LossScaleState* amp) {
+                           const StepState* amp) {
   if (!apply_loss_scale(amp, scale, lr)) return;
   for (int64_t i = first_index(); i < n; i += grid_stride()) sgd_element(p[i], g[i], lr, scale, wd);
 }
 
 __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* buf, float lr, float scale, float wd,
-                                    float m, bool nesterov, const LossScaleState* amp) {
+                                    float m, bool nesterov, const StepState* amp) {
   if (!apply_loss_scale(amp, scale, lr)) return;
   for (int64_t i = first_index(); i < n; i += grid_stride())
     sgd_momentum_element(p[i], g[i], buf[i], lr, scale, wd, m, nesterov);
 }
 
 __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, AdamScalars a,
-                            float decoupled_wd, const LossScaleState* amp) {
+                            float decoupled_wd, const StepState* amp) {
   float lr = 0.f;
   if (!apply_loss_scale(amp, a.scale, lr)) return;
   if (amp) {
@@ -56,7 +56,7 @@ __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float
 }  // namespace
 
 void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, float lr, float scale,
-                     float weight_decay, float momentum, bool nesterov, const LossScaleState* amp,
+                     float weight_decay, float momentum, bool nesterov, const StepState* amp,
                      cudaStream_t stream) {
   if (n <= 0) return;
   if (momentum == 0.f) {  // as Sgd::update: no buffer, no Nesterov term
@@ -71,7 +71,7 @@ void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, f
 }
 
 void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, const AdamScalars& a,
-                      float decoupled_wd, const LossScaleState* amp, cudaStream_t stream) {
+                      float decoupled_wd, const StepState* amp, cudaStream_t stream) {
   if (n <= 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, p, g, m, v, a, decoupled_wd, amp);
   LS_CUDA_CHECK_LAUNCH();

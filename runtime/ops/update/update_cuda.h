@@ -7,7 +7,7 @@
 // differ from the CPU's in the last bits. Both queue their work on `stream` and
 // return (asynchronous); every pointer is device memory; n may be 0.
 //
-// `amp` (nullable): the device step state (optim/loss_scale_rule.h: fp16's
+// `amp` (nullable): the device step state (optim/step_rule.h: fp16's
 // loss scale, or a captured step's scalars), read by the kernel: when
 // amp->skip is set the kernel changes nothing (a step whose gradients held
 // inf/NaN); otherwise amp->grad_factor replaces `scale`, amp->lr replaces
@@ -22,7 +22,7 @@
 #include <cstdint>
 
 #include "ops/update/update_rule.h"
-#include "optim/loss_scale_rule.h"
+#include "optim/step_rule.h"
 
 namespace lockstep::ops {
 
@@ -32,12 +32,12 @@ namespace lockstep::ops {
 //                   p -= lr * (nesterov ? gi + momentum*buf : buf)
 //   p, g, momentum_buf [n]; momentum_buf may be null when momentum == 0
 void sgd_update_cuda(int64_t n, float* p, const float* g, float* momentum_buf, float lr, float scale,
-                     float weight_decay, float momentum, bool nesterov, const LossScaleState* amp,
+                     float weight_decay, float momentum, bool nesterov, const StepState* amp,
                      cudaStream_t stream);
 
 // Adam / AdamW as Adam::update (update_rule.h's adam_element), gradient =
 // a.scale * g.   p, g, m, v [n]
 void adam_update_cuda(int64_t n, float* p, const float* g, float* m, float* v, const AdamScalars& a,
-                      float decoupled_wd, const LossScaleState* amp, cudaStream_t stream);
+                      float decoupled_wd, const StepState* amp, cudaStream_t stream);
 
 }  // namespace lockstep::ops

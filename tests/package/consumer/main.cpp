@@ -100,7 +100,7 @@ int run(int argc, char** argv) {
     opt->use_gpu(*gpu);   // and the optimizer's state and updates
     options.gpu = gpu;
     options.nccl = nccl.get();
-    options.max_grad_norm = 0.f;  // clipping on the GPU goes through a LossScaler (optim/loss_scaler.h)
+    options.max_grad_norm = 0.f;  // clipping on the GPU goes through a DeviceStep (optim/device_step.h)
   }
 #else
   LS_CHECK(mode != "--gpu", "--gpu: this lockstep was built without CUDA");

@@ -1,8 +1,7 @@
-// The trainer's GPU side: device choice, NCCL bootstrap, batch uploads.
-#include "device_runtime.h"
+// A rank's GPU services in CUDA builds: device choice, NCCL bootstrap, batch
+// uploads, the device step state, graph capture and replay.
+#include "device/device_runtime.h"
 
-#include "core/error.h"
-#ifdef LOCKSTEP_HAVE_CUDA
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
@@ -12,61 +11,64 @@
 #include "cuda/context.h"
 #include "cuda/device.h"
 #include "cuda/graph.h"
-#include "optim/loss_scaler.h"
-#endif
+#include "optim/device_step.h"
 
 #include <algorithm>
 #include <map>
 
-namespace lockstep {
+#include "core/error.h"
+#include "core/input_subject.h"
 
-#ifdef LOCKSTEP_HAVE_CUDA
+namespace lockstep {
 namespace {
 
-// --comm auto: NCCL when every local rank can have a GPU of its own, else
-// staging through MPI (ranks sharing a GPU).
-std::string resolve_comm(GpuComm comm, int local_size) {
-  if (comm != GpuComm::Auto) return std::string(name(comm));
-  return local_size <= cuda::device_count() ? "nccl" : "mpi";
+GpuTransport resolve_transport(GpuTransport t, int local_size) {
+  if (t != GpuTransport::Auto) return t;
+  return local_size <= cuda::device_count() ? GpuTransport::Nccl : GpuTransport::Staged;
+}
+
+// The device step state is needed on the device when a step reads scalars
+// there: a dynamic loss scale's, clipping's factor, a graph's learning rate.
+bool needs_device_step(const DeviceRuntimeOptions& o) {
+  return o.step.loss_scale.dynamic || o.step.max_grad_norm > 0.f || o.graphs;
 }
 
 // A profiler started with collection off (ncu --profile-from-start off) sees
 // the device work from this training step on: past the trainer's 5 timed-out
-// warm-up steps, cuDNN's algorithm search and --cuda-graph's captures (steps
+// warm-up steps, cuDNN's algorithm search and graph captures (steps
 // 3-4), so only steady-state steps. Without a profiler attached it does nothing.
 constexpr int64_t kProfileFromStep = 7;
 
 }  // namespace
 
 struct DeviceRuntime::Impl {
-  Impl(const TrainConfig& c, const Communicator& comm, const Logger& log)
-      : mode(resolve_comm(c.comm, comm.local_size())),
-        device(cuda::select_device(comm.local_rank(), comm.local_size(), mode == "nccl", "--device cuda")),
-        ctx(device), timeout_s(c.collective_timeout_s) {
+  Impl(const DeviceRuntimeOptions& o, const Communicator& comm, const Logger& log)
+      : transport(resolve_transport(o.transport, comm.local_size())),
+        device(select(comm, o.transport)), ctx(device), timeout_s(o.collective_timeout_s) {
     cuda::ConvPolicy policy;
-    policy.search = c.cudnn_benchmark ? cuda::ConvSearch::Benchmark : cuda::ConvSearch::Heuristic;
-    policy.deterministic = c.cudnn_deterministic;
-    policy.workspace_limit = static_cast<size_t>(c.cudnn_workspace_mb) << 20;
+    policy.search = o.conv_benchmark ? cuda::ConvSearch::Benchmark : cuda::ConvSearch::Heuristic;
+    policy.deterministic = o.conv_deterministic;
+    policy.workspace_limit = o.conv_workspace_bytes;
     ctx.set_conv_policy(policy);
     if (log && log->should_log(spdlog::level::debug))
       ctx.set_conv_report([log](const std::string& line) { log->debug("{}", line); });
-    if (c.precision == Precision::F16 || c.cuda_graph || c.clip_grad_norm > 0.f) {
-      // fp16: dynamic; otherwise a fixed scale of 1 that carries a graph's
-      // step scalars and clipping's factor.
-      LossScaleConfig lc;
-      lc.dynamic = c.precision == Precision::F16;
-      lc.init_scale = lc.dynamic ? c.loss_scale : 1.f;
-      lc.growth_interval = c.loss_scale_window;
-      lc.max_grad_norm = c.clip_grad_norm;
-      scaler = std::make_unique<LossScaler>(ctx, lc);
-    }
-    LS_CHECK_INPUT(!c.cuda_graph || mode == "nccl",
-                   "--cuda-graph: needs NCCL (--comm mpi, or ranks sharing a GPU, stage gradients through the host, "
-                   "which a graph cannot hold)");
-    if (c.cuda_graph) {
+    if (needs_device_step(o)) step_state = std::make_unique<DeviceStep>(ctx, o.step);
+    LS_CHECK_INPUT_ON(!o.graphs || transport == GpuTransport::Nccl, subject::kCudaGraphs,
+                      ": the step needs the NCCL transport (staging gradients through the host, as ranks sharing a "
+                      "GPU do, is work a graph cannot hold)");
+    if (o.graphs) {
       step_dev = Tensor::zeros(Shape{sizeof(HostStep)}, DType::U8, ctx.allocator());
       for (Tensor& h : step_host) h = Tensor::zeros(Shape{sizeof(HostStep)}, DType::U8, pinned);
     }
+  }
+
+  // An explicit NCCL transport names itself when GPUs are short; with Auto
+  // that cannot happen (it stages instead).
+  int select(const Communicator& comm, GpuTransport asked) {
+    const bool exclusive = transport == GpuTransport::Nccl;
+    return cuda::select_device(comm.local_rank(), comm.local_size(), exclusive,
+                               exclusive && asked == GpuTransport::Nccl ? subject::kNcclTransport
+                                                                        : subject::kGpuDevice);
   }
 
   void wait_bounded(const cuda::Event& e) {
@@ -83,10 +85,10 @@ struct DeviceRuntime::Impl {
     bool recorded = false;  // consumed has been recorded at least once
   };
 
-  std::string mode;
+  GpuTransport transport;
   int device;
   cuda::Context ctx;
-  std::unique_ptr<LossScaler> scaler;  // fp16, --cuda-graph or --clip-grad-norm (device memory: after ctx)
+  std::unique_ptr<DeviceStep> step_state;  // needs_device_step() (device memory: after ctx)
   double timeout_s;
   cuda::Stream copy_stream;
   std::shared_ptr<cuda::PinnedAllocator> pinned = std::make_shared<cuda::PinnedAllocator>();
@@ -97,7 +99,7 @@ struct DeviceRuntime::Impl {
   Batch current;
   int64_t steps_begun = 0;
 
-  // --cuda-graph
+  // Graphs
   struct HostStep {
     float lr;
     int32_t unused;
@@ -119,15 +121,15 @@ struct DeviceRuntime::Impl {
   int64_t warmup_peak_allocated = -1, warmup_peak_reserved = -1;
 };
 
-DeviceRuntime::DeviceRuntime(const TrainConfig& config, const Communicator& comm, Logger log)
-    : impl_(std::make_unique<Impl>(config, comm, log)) {}
+DeviceRuntime::DeviceRuntime(const DeviceRuntimeOptions& options, const Communicator& comm, Logger log)
+    : impl_(std::make_unique<Impl>(options, comm, log)) {}
 
 DeviceRuntime::~DeviceRuntime() {
   if (impl_) (void)cudaDeviceSynchronize();  // queued copies and kernels finish before their memory goes
 }
 
 void DeviceRuntime::connect(Communicator& comm) {
-  if (impl_->mode != "nccl") return;
+  if (impl_->transport != GpuTransport::Nccl) return;
   NcclCommunicator::Options o;
   o.timeout_s = impl_->timeout_s;
   impl_->nccl = NcclCommunicator::create(comm, impl_->device, o);
@@ -135,7 +137,7 @@ void DeviceRuntime::connect(Communicator& comm) {
 
 cuda::Context& DeviceRuntime::gpu() { return impl_->ctx; }
 NcclCommunicator* DeviceRuntime::nccl() { return impl_->nccl.get(); }
-const std::string& DeviceRuntime::comm_mode() const { return impl_->mode; }
+GpuTransport DeviceRuntime::transport() const { return impl_->transport; }
 std::shared_ptr<Allocator> DeviceRuntime::device_allocator() { return impl_->ctx.allocator(); }
 std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return impl_->pinned; }
 
@@ -179,21 +181,21 @@ void DeviceRuntime::begin_step() {
   if (++impl_->steps_begun == kProfileFromStep) LS_CUDA_CHECK(cudaProfilerStart());
 }
 
-LossScaler* DeviceRuntime::loss_scaler() { return impl_->scaler.get(); }
+DeviceStep* DeviceRuntime::device_step() { return impl_->step_state.get(); }
 
-LossScaleState DeviceRuntime::read_loss_scale() {
-  LS_CHECK(impl_->scaler, "read_loss_scale: no device step state (fp16, --cuda-graph or --clip-grad-norm)");
-  return impl_->scaler->read();
+StepState DeviceRuntime::read_step_state() {
+  LS_CHECK(impl_->step_state, "read_step_state: no device step state (no loss scaling, clipping or graphs)");
+  return impl_->step_state->read();
 }
 
-void DeviceRuntime::restore_loss_scale(const LossScaleState& s) {
-  LS_CHECK(impl_->scaler, "restore_loss_scale: not training in fp16");
-  impl_->scaler->restore(s);
+void DeviceRuntime::restore_step_state(const StepState& s) {
+  LS_CHECK(impl_->step_state, "restore_step_state: no device step state (no loss scaling, clipping or graphs)");
+  impl_->step_state->restore(s);
 }
 
 DeviceRuntime::StepScalars DeviceRuntime::set_step(float lr, int64_t step) {
   Impl& m = *impl_;
-  LS_CHECK(m.step_dev.defined(), "set_step: not running with --cuda-graph");
+  LS_CHECK(m.step_dev.defined(), "set_step: the runtime was made without graphs");
   const int i = m.step_slot;
   if (m.step_recorded[i]) m.step_copied[i].synchronize();  // its last copy has read the slot
   auto* h = static_cast<Impl::HostStep*>(m.step_host[i].raw_data());
@@ -256,9 +258,7 @@ bool DeviceRuntime::last_step_replayed() const { return impl_->last_replayed; }
 
 void DeviceRuntime::synchronize() { LS_CUDA_CHECK(cudaDeviceSynchronize()); }
 
-std::string DeviceRuntime::describe() const {
-  return fmt::format("{}, --comm {}", cuda::device_info(impl_->device).str(), impl_->mode);
-}
+std::string DeviceRuntime::describe() const { return cuda::device_info(impl_->device).str(); }
 
 void DeviceRuntime::mark_steady_state() {
   Impl& m = *impl_;
@@ -292,42 +292,5 @@ std::string DeviceRuntime::memory_report() const {
                      static_cast<double>(s.workspace_bytes) / mib, static_cast<double>(s.peak_reserved_bytes) / mib,
                      s.device_mallocs);
 }
-
-#else  // a build without CUDA: options refuse --device cuda before anything gets here
-
-struct DeviceRuntime::Impl {};
-DeviceRuntime::DeviceRuntime(const TrainConfig&, const Communicator&, Logger) {
-  LS_INPUT_ERROR("--device cuda: this build has no CUDA support");
-}
-DeviceRuntime::~DeviceRuntime() = default;
-void DeviceRuntime::connect(Communicator&) {}
-cuda::Context& DeviceRuntime::gpu() { LS_THROW("no GPU in this build"); }
-NcclCommunicator* DeviceRuntime::nccl() { return nullptr; }
-const std::string& DeviceRuntime::comm_mode() const {
-  static const std::string none = "none";
-  return none;
-}
-std::shared_ptr<Allocator> DeviceRuntime::device_allocator() { return cpu_allocator(); }
-std::shared_ptr<Allocator> DeviceRuntime::host_allocator() { return cpu_allocator(); }
-const Batch& DeviceRuntime::upload(const Batch& host) { return host; }
-void DeviceRuntime::begin_step() {}
-LossScaler* DeviceRuntime::loss_scaler() { return nullptr; }
-LossScaleState DeviceRuntime::read_loss_scale() { LS_THROW("no GPU in this build"); }
-DeviceRuntime::StepScalars DeviceRuntime::set_step(float, int64_t) { LS_THROW("no GPU in this build"); }
-DeviceRuntime::StepRun DeviceRuntime::run_step(const void*, const std::function<void()>&) {
-  LS_THROW("no GPU in this build");
-}
-void DeviceRuntime::wait_graph_steps() {}
-void DeviceRuntime::invalidate_graphs() {}
-int64_t DeviceRuntime::graph_captures() const { return 0; }
-bool DeviceRuntime::last_step_replayed() const { return false; }
-void DeviceRuntime::restore_loss_scale(const LossScaleState&) { LS_THROW("no GPU in this build"); }
-void DeviceRuntime::synchronize() {}
-std::string DeviceRuntime::describe() const { return "none"; }
-void DeviceRuntime::mark_steady_state() {}
-DeviceRuntime::MemoryStats DeviceRuntime::memory_stats() const { return {}; }
-std::string DeviceRuntime::memory_report() const { return ""; }
-
-#endif
 
 }  // namespace lockstep
