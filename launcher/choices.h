@@ -18,8 +18,8 @@ enum class GradOp { Average, Sum };
 enum class DatasetKind { FashionMnist, MnistFormat, Cifar10, Synthetic };
 enum class LayoutChoice { Auto, Nchw, Nhwc };  // Auto: only until parse_train_options resolves it
 enum class GradCompression { None, F16, BF16 };
-// --hierarchical-allreduce and --progress; what Auto chooses is each
-// option's own (TrainConfig, options.h).
+// --overlap, --hierarchical-allreduce and --progress; what Auto chooses is
+// each option's own (TrainConfig, options.h).
 enum class Switch { Auto, On, Off };
 enum class Augment { Auto, None, CropFlip };  // Auto: crop-flip for cifar10, else none (augmentation(), options.h)
 enum class BenchmarkInput { Loader, Fixed };

@@ -185,7 +185,7 @@ cxxopts::Options make_options() {
        "a GPU, when gradients cross hosts, and where this host has a core beyond its ranks' compute threads; off "
        "when those threads fill its cores (the communication thread would only compete with backward). Bitwise the "
        "same results either way",
-       s(d.overlap))
+       s(std::string(name(d.overlap))))
       ("no-overlap", "the same as --overlap off", cxxopts::value<bool>()->default_value("false"))
       ("sync-batchnorm", "batch norm layers normalise with the statistics of the whole global batch (all ranks) "
        "instead of each rank's own", cxxopts::value<bool>()->default_value("false"))
@@ -530,10 +530,10 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.first_bucket_mb = flt("first-bucket-mb");
   LS_CHECK_INPUT(c.first_bucket_mb > 0.f && c.first_bucket_mb <= 4096.f, "--first-bucket-mb: {} must be in (0, 4096]",
                  c.first_bucket_mb);
-  c.overlap = one_of("overlap", str("overlap"), {"auto", "on", "off"});
+  c.overlap = parse_choice("overlap", str("overlap"), {Switch::Auto, Switch::On, Switch::Off});
   if (r["no-overlap"].as<bool>()) {
-    LS_CHECK_INPUT(c.overlap != "on", "--no-overlap and --overlap on contradict each other");
-    c.overlap = "off";
+    LS_CHECK_INPUT(c.overlap != Switch::On, "--no-overlap and --overlap on contradict each other");
+    c.overlap = Switch::Off;
   }
   c.sync_batchnorm = r["sync-batchnorm"].as<bool>();
   c.hierarchical_allreduce =

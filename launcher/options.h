@@ -80,7 +80,7 @@ struct TrainConfig {
   GradOp grad_op = GradOp::Average;  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
-  std::string overlap = "auto";     // reduce buckets during backward: auto | on | off (--no-overlap: off;
+  Switch overlap = Switch::Auto;    // reduce buckets during backward: auto | on | off (--no-overlap: off;
                                     // auto is resolved by the trainer, thread_counts.h)
   bool sync_batchnorm = false;      // batch norm statistics over all ranks' samples, not each rank's
   Switch hierarchical_allreduce = Switch::Auto;  // across hosts, sum within each host, then along them: auto | on |

@@ -190,7 +190,7 @@ OverlapChoice Trainer::resolve_overlap() {
   const int world = comm_.size();
   OverlapSite site{dev_ != nullptr, world, comm_.nodes(), comm_.local_size(), threads_ * comm_.local_size(),
                    available_cores()};
-  if (c_.overlap == "auto" && !site.gpu && world > 1 && site.hosts == 1) {
+  if (c_.overlap == Switch::Auto && !site.gpu && world > 1 && site.hosts == 1) {
     // Every rank is on this host: count their compute threads and the cores
     // their affinity masks allow, together ("threads:cpu,cpu,...").
     std::string mine = std::to_string(threads_) + ":";

@@ -268,7 +268,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"window_steps", kRateWindow}, {"windows", windows.count},
       {"window_median_images_per_sec", windows.median}, {"window_min_images_per_sec", windows.min},
       {"window_max_images_per_sec", windows.max},
-      {"overlap", dopt_->buckets().size() > 0 && overlap_.on && world > 1}, {"overlap_mode", c_.overlap}};
+      {"overlap", dopt_->buckets().size() > 0 && overlap_.on && world > 1}, {"overlap_mode", name(c_.overlap)}};
   summary.update(memory);
   records.write(summary);
 }
