@@ -19,5 +19,18 @@ std::string_view name(LayoutChoice l) { return l == LayoutChoice::Nchw ? "nchw" 
 std::string_view name(GradCompression g) {
   return g == GradCompression::F16 ? "fp16" : g == GradCompression::BF16 ? "bf16" : "none";
 }
+std::string_view name(Switch s) { return s == Switch::On ? "on" : s == Switch::Off ? "off" : "auto"; }
+std::string_view name(Augment a) { return a == Augment::None ? "none" : a == Augment::CropFlip ? "crop-flip" : "auto"; }
+std::string_view name(BenchmarkInput b) { return b == BenchmarkInput::Fixed ? "fixed" : "loader"; }
+std::string_view name(OptimizerKind o) {
+  return o == OptimizerKind::Adam ? "adam" : o == OptimizerKind::AdamW ? "adamw" : "sgd";
+}
+std::string_view name(LrScheduleKind l) {
+  return l == LrScheduleKind::Step ? "step" : l == LrScheduleKind::Cosine ? "cosine" : "constant";
+}
+std::string_view name(LrScaling l) { return l == LrScaling::Linear ? "linear" : "none"; }
+std::string_view name(ConvAlgorithm a) {
+  return a == ConvAlgorithm::Im2col ? "im2col" : a == ConvAlgorithm::Winograd ? "winograd" : "auto";
+}
 
 }  // namespace lockstep

@@ -18,6 +18,15 @@ enum class GradOp { Average, Sum };
 enum class DatasetKind { FashionMnist, MnistFormat, Cifar10, Synthetic };
 enum class LayoutChoice { Auto, Nchw, Nhwc };  // Auto: only until parse_train_options resolves it
 enum class GradCompression { None, F16, BF16 };
+// --overlap, --hierarchical-allreduce and --progress; what Auto chooses is
+// each option's own (TrainConfig, options.h).
+enum class Switch { Auto, On, Off };
+enum class Augment { Auto, None, CropFlip };  // Auto: crop-flip for cifar10, else none (augmentation(), options.h)
+enum class BenchmarkInput { Loader, Fixed };
+enum class OptimizerKind { Sgd, Adam, AdamW };
+enum class LrScheduleKind { Constant, Step, Cosine };
+enum class LrScaling { None, Linear };
+enum class ConvAlgorithm { Auto, Im2col, Winograd };  // Auto: Winograd where it suits a layer, else im2col + GEMM
 std::string_view name(DeviceKind d);  // "auto", "cpu", "cuda"
 std::string_view name(Precision p);   // "fp32", "bf16", "fp16"
 std::string_view name(GpuComm c);     // "auto", "nccl", "mpi"
@@ -25,6 +34,13 @@ std::string_view name(GradOp g);      // "average", "sum"
 std::string_view name(DatasetKind d);  // "fashion-mnist", "mnist-format", "cifar10", "synthetic"
 std::string_view name(LayoutChoice l);  // "auto", "nchw", "nhwc"
 std::string_view name(GradCompression g);  // "none", "fp16", "bf16"
+std::string_view name(Switch s);          // "auto", "on", "off"
+std::string_view name(Augment a);         // "auto", "none", "crop-flip"
+std::string_view name(BenchmarkInput b);  // "loader", "fixed"
+std::string_view name(OptimizerKind o);   // "sgd", "adam", "adamw"
+std::string_view name(LrScheduleKind l);  // "constant", "step", "cosine"
+std::string_view name(LrScaling l);       // "none", "linear"
+std::string_view name(ConvAlgorithm a);   // "auto", "im2col", "winograd"
 
 // The enum whose name() is `value`, else an input error listing the names.
 template <typename E>

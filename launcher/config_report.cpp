@@ -23,31 +23,31 @@ nlohmann::json settings_json(const TrainConfig& c) {
   return j;
 }
 
-std::string augmentation(const TrainConfig& c) {
-  if (c.augment != "auto") return c.augment;
-  return c.dataset == DatasetKind::Cifar10 ? "crop-flip" : "none";
+Augment augmentation(const TrainConfig& c) {
+  if (c.augment != Augment::Auto) return c.augment;
+  return c.dataset == DatasetKind::Cifar10 ? Augment::CropFlip : Augment::None;
 }
 
 std::string config_json(const TrainConfig& c) {
   nlohmann::json j = {{"model", c.model},
                       {"dataset", name(c.dataset)},
                       {"data_dir", c.data_dir},
-                      {"augment", augmentation(c)},
+                      {"augment", name(augmentation(c))},
                       {"epochs", c.epochs},
                       {"max_steps", c.max_steps},
                       {"batch_size", c.batch_size},
                       {"global_batch_size", c.global_batch_size},
                       {"accumulate_steps", c.accumulate_steps},
-                      {"optimizer", c.optimizer},
+                      {"optimizer", name(c.optimizer)},
                       {"lr", c.lr},
                       {"momentum", c.momentum},
                       {"nesterov", c.nesterov},
                       {"weight_decay", c.weight_decay},
-                      {"lr_schedule", c.lr_schedule},
+                      {"lr_schedule", name(c.lr_schedule)},
                       {"warmup_epochs", c.warmup_epochs},
                       {"lr_step_epochs", c.lr_step_epochs},
                       {"lr_gamma", c.lr_gamma},
-                      {"lr_scaling", c.lr_scaling},
+                      {"lr_scaling", name(c.lr_scaling)},
                       {"base_batch_size", c.base_batch_size},
                       {"decay_bn_bias", c.decay_bn_bias},
                       {"label_smoothing", c.label_smoothing},
@@ -56,7 +56,7 @@ std::string config_json(const TrainConfig& c) {
                       {"zero_stage", c.zero_stage},
                       {"grad_op", name(c.grad_op)},
                       {"grad_compression", name(c.grad_compression)},
-                      {"hierarchical_allreduce", c.hierarchical_allreduce},
+                      {"hierarchical_allreduce", name(c.hierarchical_allreduce)},
                       {"device", name(c.device)},
                       {"comm", name(c.comm)},
                       {"precision", name(c.precision)},
@@ -67,7 +67,7 @@ std::string config_json(const TrainConfig& c) {
                       {"cudnn_deterministic", c.cudnn_deterministic},
                       {"cudnn_workspace_mb", c.cudnn_workspace_mb},
                       {"layout", name(c.layout)},
-                      {"conv_algorithm", c.conv_algorithm}};
+                      {"conv_algorithm", name(c.conv_algorithm)}};
   // Paths are bytes, not necessarily UTF-8: replace what JSON cannot hold instead of throwing.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

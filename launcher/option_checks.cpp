@@ -17,12 +17,12 @@ void check_option_combinations(const TrainConfig& c) {
                  "--precision {}: needs --device cuda (the CPU computes in fp32)", name(c.precision));
   LS_CHECK_INPUT(!c.cuda_graph || c.device == DeviceKind::Cuda, "--cuda-graph: needs --device cuda");
   LS_CHECK_INPUT(!c.cudnn_benchmark || c.device == DeviceKind::Cuda, "--cudnn-benchmark: needs --device cuda");
-  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.device != DeviceKind::Cuda,
+  LS_CHECK_INPUT(c.conv_algorithm == ConvAlgorithm::Auto || c.device != DeviceKind::Cuda,
                  "--conv-algorithm {}: chooses the CPU's convolutions (on the GPU cuDNN chooses; see --cudnn-benchmark)",
-                 c.conv_algorithm);
-  LS_CHECK_INPUT(c.conv_algorithm == "auto" || c.layout == LayoutChoice::Nchw,
+                 name(c.conv_algorithm));
+  LS_CHECK_INPUT(c.conv_algorithm == ConvAlgorithm::Auto || c.layout == LayoutChoice::Nchw,
                  "--conv-algorithm {}: needs --layout nchw (NHWC convolutions on the CPU are always im2col + GEMM)",
-                 c.conv_algorithm);
+                 name(c.conv_algorithm));
   LS_CHECK_INPUT(c.cudnn_deterministic || c.device == DeviceKind::Cuda, "--cudnn-nondeterministic: needs --device cuda");
   LS_CHECK_INPUT(c.cudnn_workspace_mb == TrainConfig{}.cudnn_workspace_mb || c.device == DeviceKind::Cuda,
                  "--cudnn-workspace-mb: needs --device cuda");
@@ -37,8 +37,9 @@ void check_option_combinations(const TrainConfig& c) {
                  "--benchmark and --dataset {}: benchmark mode trains on synthetic data shaped for the model (drop "
                  "--dataset)", name(c.dataset));
   LS_CHECK_INPUT(c.benchmark || c.benchmark_input == TrainConfig{}.benchmark_input,
-                 "--benchmark-input {}: needs --benchmark (training reads a new batch every step)", c.benchmark_input);
-  LS_CHECK_INPUT(c.benchmark_input != "fixed" || c.augment != "crop-flip",
+                 "--benchmark-input {}: needs --benchmark (training reads a new batch every step)",
+                 name(c.benchmark_input));
+  LS_CHECK_INPUT(c.benchmark_input != BenchmarkInput::Fixed || c.augment != Augment::CropFlip,
                  "--benchmark-input fixed and --augment crop-flip: the one fixed batch is made once, not augmented");
   LS_CHECK_INPUT(!c.benchmark || c.target_accuracy == 0.f,
                  "--benchmark and --target-accuracy: benchmark mode does not evaluate");
@@ -47,7 +48,8 @@ void check_option_combinations(const TrainConfig& c) {
                  "--benchmark); {} keeps its own", name(c.dataset), name(c.dataset));
   LS_CHECK_INPUT(c.eval || c.target_accuracy == 0.f, "--target-accuracy needs evaluation (drop --no-eval)");
   LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
-  LS_CHECK_INPUT(c.lr_schedule != "step" || c.lr_step_epochs > 0.f, "--lr-schedule step needs --lr-step-epochs > 0");
+  LS_CHECK_INPUT(c.lr_schedule != LrScheduleKind::Step || c.lr_step_epochs > 0.f,
+                 "--lr-schedule step needs --lr-step-epochs > 0");
   LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
   LS_CHECK_INPUT(c.dataset != DatasetKind::Cifar10 || c.data_dir != kFashionMnistDir,

@@ -98,7 +98,7 @@ cxxopts::Options make_options() {
       ("data-dir", "directory of the IDX files (cifar10: of data_batch_1.bin ... data_batch_5.bin, test_batch.bin)",
        s(kFashionMnistDir))
       ("augment", "training-batch augmentation: auto (crop-flip for cifar10, none otherwise), none, or crop-flip "
-       "(random crop with 4-pixel zero padding, horizontal flip with p=0.5)", s(d.augment))
+       "(random crop with 4-pixel zero padding, horizontal flip with p=0.5)", s(std::string(name(d.augment))))
       ("synthetic-shape", "synthetic sample shape C,H,W (default: the model's input, e.g. 1,28,28 for lenet)", s(""))
       ("synthetic-classes", "synthetic class count (default: the model's, e.g. 10)", s(""))
       ("synthetic-samples", "synthetic training samples (test: a sixth, at least one evaluation batch up to as many "
@@ -109,7 +109,7 @@ cxxopts::Options make_options() {
        "at the end (first 5 steps excluded)", cxxopts::value<bool>()->default_value("false"))
       ("benchmark-input", "--benchmark's batches: loader (each step's batch assembled by the loader and, on a GPU, "
        "copied to it, as in training) or fixed (one batch, made and placed on the device once, trained on every "
-       "step, as Horovod's and our PyTorch benchmark scripts do)", s(d.benchmark_input));
+       "step, as Horovod's and our PyTorch benchmark scripts do)", s(std::string(name(d.benchmark_input))));
   o.add_options("schedule")
       ("epochs", "training epochs", s(std::to_string(d.epochs)))
       ("max-steps", "stop after this many optimizer steps (0 = no limit)", s("0"))
@@ -122,17 +122,17 @@ cxxopts::Options make_options() {
       ("target-accuracy", "stop after the first epoch whose test accuracy reaches this fraction (0 = off)", s("0"))
       ("no-eval", "skip evaluation (benchmarks)", cxxopts::value<bool>()->default_value("false"));
   o.add_options("optimisation")
-      ("optimizer", "sgd, adam or adamw", s(d.optimizer))
+      ("optimizer", "sgd, adam or adamw", s(std::string(name(d.optimizer))))
       ("lr", "base learning rate", f(d.lr))
       ("momentum", "SGD momentum", f(d.momentum))
       ("nesterov", "Nesterov momentum (SGD)", cxxopts::value<bool>()->default_value("false"))
       ("weight-decay", "weight decay (L2 for sgd/adam, decoupled for adamw)", f(d.weight_decay))
-      ("lr-schedule", "constant, step or cosine", s(d.lr_schedule))
+      ("lr-schedule", "constant, step or cosine", s(std::string(name(d.lr_schedule))))
       ("warmup-epochs", "linear learning-rate warmup (fractional epochs allowed)", f(d.warmup_epochs))
       ("lr-step-epochs", "step schedule: multiply by --lr-gamma every this many epochs", f(d.lr_step_epochs))
       ("lr-gamma", "step schedule decay factor", f(d.lr_gamma))
       ("lr-scaling", "none, or linear: the learning rate is --lr x global batch / --base-batch-size (Goyal et al.; "
-       "--warmup-epochs then ramps from --lr)", s(d.lr_scaling))
+       "--warmup-epochs then ramps from --lr)", s(std::string(name(d.lr_scaling))))
       ("base-batch-size", "the global batch --lr is meant for (--lr-scaling linear)",
        s(std::to_string(d.base_batch_size)))
       ("no-decay-bn-bias", "no weight decay on biases and batch-norm parameters",
@@ -162,7 +162,7 @@ cxxopts::Options make_options() {
        s(std::string(name(d.layout))))
       ("conv-algorithm", "CPU: how NCHW convolutions run: auto (Winograd for 3x3 and 5x5 stride-1 layers with at "
        "least 16 channels, im2col + GEMM for the rest), im2col (every layer: the fewest roundings), or winograd "
-       "(every layer Winograd can take)", s(d.conv_algorithm))
+       "(every layer Winograd can take)", s(std::string(name(d.conv_algorithm))))
       ("cudnn-benchmark", "GPU: choose each convolution's cuDNN algorithms by timing them (once per layer shape "
        "and batch size, as PyTorch's cudnn.benchmark) instead of by cuDNN's heuristics",
        cxxopts::value<bool>()->default_value("false"))
@@ -185,7 +185,7 @@ cxxopts::Options make_options() {
        "a GPU, when gradients cross hosts, and where this host has a core beyond its ranks' compute threads; off "
        "when those threads fill its cores (the communication thread would only compete with backward). Bitwise the "
        "same results either way",
-       s(d.overlap))
+       s(std::string(name(d.overlap))))
       ("no-overlap", "the same as --overlap off", cxxopts::value<bool>()->default_value("false"))
       ("sync-batchnorm", "batch norm layers normalise with the statistics of the whole global batch (all ranks) "
        "instead of each rank's own", cxxopts::value<bool>()->default_value("false"))
@@ -193,7 +193,7 @@ cxxopts::Options make_options() {
        "along the hosts, so each host's link carries them about once each way instead of 2L(H-1)/H times (L ranks "
        "on each of H hosts); bitwise the same sums. Needs the ranks grouped by host (mpirun's default), at least 2 "
        "on each: auto uses it where they are, on also says when they are not",
-       s(d.hierarchical_allreduce))
+       s(std::string(name(d.hierarchical_allreduce))))
       ("grad-compression", "gradients on the wire: none, fp16 or bf16", s(std::string(name(d.grad_compression))))
       ("collective-timeout", "seconds a collective may wait for other ranks before the job ends naming them (0 = no "
        "watchdog)", f(d.collective_timeout_s))
@@ -214,7 +214,7 @@ cxxopts::Options make_options() {
       ("timeline", "write a Chrome trace per rank (PATH, or PATH with .rank<r> before the extension)", s(""))
       ("save-weights", "write the final weights (safetensors) to this file", s(""))
       ("load-weights", "start from these weights (safetensors)", s(""))
-      ("progress", "progress bar: auto (on a terminal), on or off", s(d.progress))
+      ("progress", "progress bar: auto (on a terminal), on or off", s(std::string(name(d.progress))))
       ("log-level", "trace, debug, info, warn or error", s(d.log_level))
       ("log-all-ranks", "every rank logs at --log-level (default: rank 0 only; others warnings and errors)",
        cxxopts::value<bool>()->default_value("false"))
@@ -424,7 +424,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.dataset = parse_choice("dataset", str("dataset"), {DatasetKind::FashionMnist, DatasetKind::MnistFormat,
                                                         DatasetKind::Cifar10, DatasetKind::Synthetic});
   c.data_dir = str("data-dir");
-  c.augment = one_of("augment", str("augment"), {"auto", "none", "crop-flip"});
+  c.augment = parse_choice("augment", str("augment"), {Augment::Auto, Augment::None, Augment::CropFlip});
   // Synthetic samples take the model's input shape and class count unless
   // given; --image-size sets H and W of that default shape.
   const models::ModelInfo& info = models::model_info(c.model);
@@ -457,7 +457,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.benchmark = r["benchmark"].as<bool>();
   if (c.benchmark && !r.count("dataset")) c.dataset = DatasetKind::Synthetic;
   if (c.benchmark && !r.count("synthetic-samples")) c.synthetic_samples = 0;
-  c.benchmark_input = one_of("benchmark-input", str("benchmark-input"), {"loader", "fixed"});
+  c.benchmark_input =
+      parse_choice("benchmark-input", str("benchmark-input"), {BenchmarkInput::Loader, BenchmarkInput::Fixed});
   c.epochs = positive("epochs");
   c.max_steps = non_negative("max-steps");
   c.batch_size = positive("batch-size");
@@ -471,7 +472,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.accumulate_steps = static_cast<int>(accumulate);
   LS_CHECK_INPUT(c.target_accuracy >= 0.f && c.target_accuracy <= 1.f, "--target-accuracy: {} must be in [0, 1]",
                  c.target_accuracy);
-  c.optimizer = one_of("optimizer", str("optimizer"), {"sgd", "adam", "adamw"});
+  c.optimizer =
+      parse_choice("optimizer", str("optimizer"), {OptimizerKind::Sgd, OptimizerKind::Adam, OptimizerKind::AdamW});
   c.lr = flt("lr");
   LS_CHECK_INPUT(c.lr > 0.f, "--lr: {} must be positive", c.lr);
   c.momentum = flt("momentum");
@@ -479,14 +481,15 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.nesterov = r["nesterov"].as<bool>();
   c.weight_decay = flt("weight-decay");
   LS_CHECK_INPUT(c.weight_decay >= 0.f, "--weight-decay: {} must not be negative", c.weight_decay);
-  c.lr_schedule = one_of("lr-schedule", str("lr-schedule"), {"constant", "step", "cosine"});
+  c.lr_schedule = parse_choice("lr-schedule", str("lr-schedule"),
+                               {LrScheduleKind::Constant, LrScheduleKind::Step, LrScheduleKind::Cosine});
   c.warmup_epochs = flt("warmup-epochs");
   LS_CHECK_INPUT(c.warmup_epochs >= 0.f, "--warmup-epochs: {} must not be negative", c.warmup_epochs);
   c.lr_step_epochs = flt("lr-step-epochs");
   LS_CHECK_INPUT(c.lr_step_epochs >= 0.f, "--lr-step-epochs: {} must not be negative", c.lr_step_epochs);
   c.lr_gamma = flt("lr-gamma");
   LS_CHECK_INPUT(c.lr_gamma > 0.f && c.lr_gamma <= 1.f, "--lr-gamma: {} must be in (0, 1]", c.lr_gamma);
-  c.lr_scaling = one_of("lr-scaling", str("lr-scaling"), {"none", "linear"});
+  c.lr_scaling = parse_choice("lr-scaling", str("lr-scaling"), {LrScaling::None, LrScaling::Linear});
   c.base_batch_size = positive("base-batch-size");
   c.decay_bn_bias = !r["no-decay-bn-bias"].as<bool>();
   c.label_smoothing = flt("label-smoothing");
@@ -517,7 +520,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(c.cudnn_workspace_mb <= 1048576, "--cudnn-workspace-mb: {} is more than 1048576 (1 TiB)",
                  c.cudnn_workspace_mb);
   c.layout = parse_choice("layout", str("layout"), {LayoutChoice::Auto, LayoutChoice::Nchw, LayoutChoice::Nhwc});
-  c.conv_algorithm = one_of("conv-algorithm", str("conv-algorithm"), {"auto", "im2col", "winograd"});
+  c.conv_algorithm = parse_choice("conv-algorithm", str("conv-algorithm"),
+                                  {ConvAlgorithm::Auto, ConvAlgorithm::Im2col, ConvAlgorithm::Winograd});
   c.zero_stage = std::stoi(one_of("zero-stage", str("zero-stage"), {"0", "1"}));
   c.grad_op = parse_choice("grad-op", str("grad-op"), {GradOp::Average, GradOp::Sum});
   c.fusion_threshold_mb = flt("fusion-threshold-mb");
@@ -526,13 +530,14 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.first_bucket_mb = flt("first-bucket-mb");
   LS_CHECK_INPUT(c.first_bucket_mb > 0.f && c.first_bucket_mb <= 4096.f, "--first-bucket-mb: {} must be in (0, 4096]",
                  c.first_bucket_mb);
-  c.overlap = one_of("overlap", str("overlap"), {"auto", "on", "off"});
+  c.overlap = parse_choice("overlap", str("overlap"), {Switch::Auto, Switch::On, Switch::Off});
   if (r["no-overlap"].as<bool>()) {
-    LS_CHECK_INPUT(c.overlap != "on", "--no-overlap and --overlap on contradict each other");
-    c.overlap = "off";
+    LS_CHECK_INPUT(c.overlap != Switch::On, "--no-overlap and --overlap on contradict each other");
+    c.overlap = Switch::Off;
   }
   c.sync_batchnorm = r["sync-batchnorm"].as<bool>();
-  c.hierarchical_allreduce = one_of("hierarchical-allreduce", str("hierarchical-allreduce"), {"auto", "on", "off"});
+  c.hierarchical_allreduce =
+      parse_choice("hierarchical-allreduce", str("hierarchical-allreduce"), {Switch::Auto, Switch::On, Switch::Off});
   c.collective_timeout_s = flt("collective-timeout");
   LS_CHECK_INPUT(c.collective_timeout_s == 0.f || (c.collective_timeout_s >= 1.f && c.collective_timeout_s <= 1e6f),
                  "--collective-timeout: {} must be 0 (off) or from 1 to 1000000 seconds", c.collective_timeout_s);
@@ -569,7 +574,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.timeline = str("timeline");
   c.save_weights = str("save-weights");
   c.load_weights = str("load-weights");
-  c.progress = one_of("progress", str("progress"), {"auto", "on", "off"});
+  c.progress = parse_choice("progress", str("progress"), {Switch::Auto, Switch::On, Switch::Off});
   c.log_level = one_of("log-level", str("log-level"), {"trace", "debug", "info", "warn", "error"});
   c.log_all_ranks = r["log-all-ranks"].as<bool>();
 }

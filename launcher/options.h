@@ -26,13 +26,14 @@ struct TrainConfig {
   std::string model = "lenet";
   DatasetKind dataset = DatasetKind::FashionMnist;  // fashion-mnist | mnist-format | cifar10 | synthetic
   std::string data_dir;                   // default: /usr/share/datasets/fashion-mnist
-  std::string augment = "auto";           // auto (crop-flip for cifar10, else none) | none | crop-flip
+  Augment augment = Augment::Auto;        // auto (crop-flip for cifar10, else none) | none | crop-flip
   std::vector<int64_t> synthetic_shape{1, 28, 28};  // default: the model's input (models/registry.h)
   int64_t synthetic_classes = 10;                  // default: the model's
   int64_t synthetic_samples = 10000;               // 0 (--benchmark without it): enough for the run's steps
   int64_t image_size = 0;                          // H = W of synthetic samples (0 = the model's)
   bool benchmark = false;  // synthetic data shaped for the model, no evaluation, images/s and ms per step at the end
-  std::string benchmark_input = "loader";  // --benchmark: loader (a new batch each step) | fixed (one device batch)
+  BenchmarkInput benchmark_input = BenchmarkInput::Loader;  // --benchmark: loader (a new batch each step) | fixed
+                                                           // (one device batch)
   // schedule
   int64_t epochs = 10;
   int64_t max_steps = 0;  // 0 = no limit
@@ -43,17 +44,17 @@ struct TrainConfig {
   float target_accuracy = 0.f;      // stop after the epoch whose test accuracy reaches this (0 = off)
   bool eval = true;                 // evaluate on the test set after each epoch (--no-eval: never)
   // optimisation
-  std::string optimizer = "sgd";
+  OptimizerKind optimizer = OptimizerKind::Sgd;  // sgd | adam | adamw
   float lr = 0.05f;
   float momentum = 0.9f;
   bool nesterov = false;
   float weight_decay = 0.f;
-  std::string lr_schedule = "constant";
+  LrScheduleKind lr_schedule = LrScheduleKind::Constant;  // constant | step | cosine
   float warmup_epochs = 0.f;
   float lr_step_epochs = 0.f;  // step schedule: decay every this many epochs
   float lr_gamma = 0.1f;
   // The large-batch recipe (launcher/recipe.h)
-  std::string lr_scaling = "none";  // none | linear: the LR is lr x global batch / base_batch_size
+  LrScaling lr_scaling = LrScaling::None;  // none | linear: the LR is lr x global batch / base_batch_size
   int64_t base_batch_size = 256;    // the global batch --lr is meant for
   bool decay_bn_bias = true;        // --no-decay-bn-bias: no weight decay on parameters declared decay=false
   float label_smoothing = 0.f;      // cross-entropy target (1 - eps) onehot + eps / classes
@@ -71,17 +72,19 @@ struct TrainConfig {
   bool cuda_graph = false;                // GPU: capture the training step once, replay it every step
   LayoutChoice layout = LayoutChoice::Auto;  // memory order of 4-D activations: nchw or nhwc once parsed (tensor/layout.h;
                                           // auto: nhwc for 16-bit on the GPU, device_check.h)
-  std::string conv_algorithm = "auto";    // CPU convolutions: auto, im2col or winograd (ops/conv/conv2d_cpu.h)
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU convolutions: auto, im2col or winograd
+                                                       // (ops/conv/conv2d_cpu.h)
   bool cudnn_benchmark = false;           // GPU: time cuDNN's convolution algorithms, take the fastest
   bool cudnn_deterministic = true;        // GPU: deterministic convolution algorithms only (--cudnn-nondeterministic)
   int64_t cudnn_workspace_mb = 512;       // GPU: most scratch one cuDNN convolution call may use (MiB)
   GradOp grad_op = GradOp::Average;  // average | sum over ranks
   float fusion_threshold_mb = 25.f; // gradient bucket cap
   float first_bucket_mb = 1.f;      // cap of the first bucket (starts communication early)
-  std::string overlap = "auto";     // reduce buckets during backward: auto | on | off (--no-overlap: off;
+  Switch overlap = Switch::Auto;    // reduce buckets during backward: auto | on | off (--no-overlap: off;
                                     // auto is resolved by the trainer, thread_counts.h)
   bool sync_batchnorm = false;      // batch norm statistics over all ranks' samples, not each rank's
-  std::string hierarchical_allreduce = "auto";  // across hosts, sum within each host, then along them: auto | on | off
+  Switch hierarchical_allreduce = Switch::Auto;  // across hosts, sum within each host, then along them: auto | on |
+                                                 // off (auto: where the ranks are grouped by host, 2 or more on each)
   GradCompression grad_compression = GradCompression::None;  // none | fp16 | bf16
   float collective_timeout_s = 300.f;     // watchdog: a collective older than this ends the job (0 = off)
   int64_t check_replicas_every = 0;       // steps between parameter checksum comparisons (0 = off)
@@ -105,7 +108,7 @@ struct TrainConfig {
   std::string save_weights;
   std::string load_weights;
   std::string timeline;           // Chrome trace per rank
-  std::string progress = "auto";  // auto | on | off
+  Switch progress = Switch::Auto;  // auto (on a terminal, not under a job launcher) | on | off
   std::string log_level = "info";
   bool log_all_ranks = false;
   // provenance (filled by parse_train_options; logged once by rank 0)
@@ -153,9 +156,9 @@ nlohmann::json settings_json(const TrainConfig& config);
 // The configuration as JSON (stored in checkpoints).
 std::string config_json(const TrainConfig& config);
 
-// The augmentation of training batches --augment resolves to: "none" or
-// "crop-flip" (auto: crop-flip for cifar10, none for the other data sets).
-std::string augmentation(const TrainConfig& config);
+// The augmentation of training batches --augment resolves to: None or
+// CropFlip (auto: crop-flip for cifar10, none for the other data sets).
+Augment augmentation(const TrainConfig& config);
 
 // True when a job launcher (mpirun, srun, any PMI/PMIx launcher) started this
 // process. Their output goes to logs even when it looks like a terminal, so

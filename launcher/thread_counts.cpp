@@ -34,8 +34,8 @@ ThreadCounts thread_counts(const TrainConfig& c, int local_ranks, int cores) {
   return t;
 }
 
-OverlapChoice choose_overlap(const std::string& mode, const OverlapSite& s) {
-  if (mode != "auto") return {mode == "on", ""};
+OverlapChoice choose_overlap(Switch mode, const OverlapSite& s) {
+  if (mode != Switch::Auto) return {mode == Switch::On, ""};
   if (s.world <= 1) return {true, ""};  // nothing is reduced
   if (s.gpu) return {true, "the GPU computes; NCCL reduces on a stream of its own"};
   if (s.hosts > 1) return {true, "gradients cross hosts: the link's time hides behind backward"};

@@ -47,6 +47,6 @@ struct OverlapChoice {
 // core is free for the communication threads; off when the host's ranks'
 // compute threads fill its cores, where the shared-memory reduction is CPU
 // work that only competes with backward.
-OverlapChoice choose_overlap(const std::string& mode, const OverlapSite& site);
+OverlapChoice choose_overlap(Switch mode, const OverlapSite& site);
 
 }  // namespace lockstep

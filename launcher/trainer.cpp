@@ -113,9 +113,9 @@ void Trainer::setup() {
   opt_ = make_optimizer(model_->params(), optimizer_config(c_));
   LS_CHECK(c_.layout != LayoutChoice::Auto, "--layout auto: not resolved (parse_train_options resolves it)");
   model_->net().set_layout(c_.layout == LayoutChoice::Nhwc ? Layout::NHWC : Layout::NCHW);
-  model_->net().set_conv_algorithm(c_.conv_algorithm == "im2col"     ? ops::ConvAlgo::Im2col
-                                   : c_.conv_algorithm == "winograd" ? ops::ConvAlgo::Winograd
-                                                                     : ops::ConvAlgo::Auto);
+  model_->net().set_conv_algorithm(c_.conv_algorithm == ConvAlgorithm::Im2col     ? ops::ConvAlgo::Im2col
+                                   : c_.conv_algorithm == ConvAlgorithm::Winograd ? ops::ConvAlgo::Winograd
+                                                                                  : ops::ConvAlgo::Auto);
   if (c_.device == DeviceKind::Cuda) {  // parameters, gradients, buffers and optimizer state move to the GPU
     dev_ = std::make_unique<DeviceRuntime>(device_runtime_options(c_), comm_, log_);
     model_->to(dev_->device_allocator());
@@ -191,7 +191,7 @@ OverlapChoice Trainer::resolve_overlap() {
   const int world = comm_.size();
   OverlapSite site{dev_ != nullptr, world, comm_.nodes(), comm_.local_size(), threads_ * comm_.local_size(),
                    available_cores()};
-  if (c_.overlap == "auto" && !site.gpu && world > 1 && site.hosts == 1) {
+  if (c_.overlap == Switch::Auto && !site.gpu && world > 1 && site.hosts == 1) {
     // Every rank is on this host: count their compute threads and the cores
     // their affinity masks allow, together ("threads:cpu,cpu,...").
     std::string mine = std::to_string(threads_) + ":";
@@ -220,7 +220,7 @@ void Trainer::start() {
   // Chosen before the distributed optimizer duplicates the communicator; the
   // same answer on every rank (the grouping is agreed when it is made). Only
   // an explicit "on" explains when it does not apply.
-  if (c_.hierarchical_allreduce != "off") {
+  if (c_.hierarchical_allreduce != Switch::Off) {
     std::string why_not;
     if (dev_ && dev_->transport() == GpuTransport::Nccl)
       why_not = "no effect with NCCL (it chooses its own algorithm across hosts)";
@@ -229,7 +229,8 @@ void Trainer::start() {
                                    : "not used: it needs the ranks grouped by host, the same number (at least 2) on "
                                      "every host, host h holding ranks h*L to h*L+L-1";
     hierarchical_ = why_not.empty();
-    if (!hierarchical_ && c_.hierarchical_allreduce == "on") hierarchy_note_ = "--hierarchical-allreduce on: " + why_not;
+    if (!hierarchical_ && c_.hierarchical_allreduce == Switch::On)
+      hierarchy_note_ = "--hierarchical-allreduce on: " + why_not;
   }
   overlap_ = resolve_overlap();  // collective with --overlap auto on one host
   dopt_ = std::make_unique<DistributedOptimizer>(*opt_, model_->params(), comm_, distributed_options());
@@ -447,9 +448,10 @@ TrainSummary Trainer::run_steps() {
                  {"blas_kernels", blas_kernels_in_use().describe()},
                  {"simd_clone", ops::simd_clone_level()}});
   PrefetchLoader loader(*train_, micro_batch_, 3, dev_ ? dev_->host_allocator() : cpu_allocator(), loader_threads_);
-  const bool crop_flip = augmentation(c_) == "crop-flip";  // training batches only; evaluate() never augments
+  const bool crop_flip = augmentation(c_) == Augment::CropFlip;  // training batches only; evaluate() never augments
   const bool progress_on =
-      rank0() && (c_.progress == "on" || (c_.progress == "auto" && isatty(STDOUT_FILENO) && !under_job_launcher()));
+      rank0() && (c_.progress == Switch::On ||
+                  (c_.progress == Switch::Auto && isatty(STDOUT_FILENO) && !under_job_launcher()));
   ProgressBar bar(progress_on);
   Sequential& net = model_->net();
 
@@ -480,7 +482,7 @@ TrainSummary Trainer::run_steps() {
     }
     tick = now;
   };
-  if (c_.benchmark_input == "fixed") make_fixed_batch(loader);
+  if (c_.benchmark_input == BenchmarkInput::Fixed) make_fixed_batch(loader);
 
   while (progress_.step < total_steps_) {
     const int64_t epoch = progress_.epoch, s0 = progress_.step_in_epoch;

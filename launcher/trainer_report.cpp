@@ -75,7 +75,7 @@ void Trainer::report_start() {
   log_->info("lockstep {} | {} on {} ({} train / {} test samples of {}){}", LOCKSTEP_VERSION, c_.model, name(c_.dataset),
              group_thousands(static_cast<double>(train_->size())), group_thousands(static_cast<double>(test_->size())),
              train_->sample_shape().str(),
-             augmentation(c_) == "crop-flip"
+             augmentation(c_) == Augment::CropFlip
                  ? fmt::format(", augmented: random crop (pad {}) and horizontal flip", kCropPad)
                  : "");
   log_->info("configuration: {}", describe_settings(c_));  // what was set; every option at debug
@@ -87,7 +87,7 @@ void Trainer::report_start() {
              group_thousands(static_cast<double>(model_->params().numel())),
              static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(),
              c_.decay_bn_bias ? "" : " without decay on biases and batch norm", describe_lr(c_, global_batch_),
-             c_.lr_schedule,
+             name(c_.lr_schedule),
              !sched_.warmup_steps ? ""
              : sched_.warmup_start_lr > 0.f
                  ? fmt::format(", {} warmup steps from {}", sched_.warmup_steps, sched_.warmup_start_lr)
@@ -233,7 +233,8 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   if (c_.benchmark)
     log_->info("benchmark: {} on {} samples{}, batch {} per rank x {} rank{}: {} img/s total, {} img/s per rank, "
                "{:.1f} ms per step ({} steps timed, {} warm-up steps left out){}",
-               c_.model, train_->sample_shape().str(), c_.benchmark_input == "fixed" ? " (one fixed batch)" : "",
+               c_.model, train_->sample_shape().str(),
+               c_.benchmark_input == BenchmarkInput::Fixed ? " (one fixed batch)" : "",
                micro_batch_ * K, world, world == 1 ? "" : "s",
                group_thousands(sum.images_per_sec), group_thousands(sum.images_per_sec / world), ms_per_step,
                std::llround(measured_steps), progress_.step - t.first_step - std::llround(measured_steps),
@@ -251,7 +252,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
   nlohmann::json summary = {
       {"type", "summary"}, {"world_size", world}, {"steps", sum.steps}, {"epochs", sum.epochs},
       {"mean_train_seconds", n > 0 ? tr / n : 0.0}, {"mean_test_seconds", n > 0 ? te / n : 0.0},
-      {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"benchmark_input", c_.benchmark_input},
+      {"eval", c_.eval}, {"benchmark", c_.benchmark}, {"benchmark_input", name(c_.benchmark_input)},
       {"ms_per_step", ms_per_step}, {"warmup_seconds", sum.warmup_seconds},
       {"floor_flops_per_step", floor.flops}, {"floor_bytes_per_step", floor.bytes},
       {"lr", effective_lr(c_, global_batch_)},
@@ -268,7 +269,7 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"window_steps", kRateWindow}, {"windows", windows.count},
       {"window_median_images_per_sec", windows.median}, {"window_min_images_per_sec", windows.min},
       {"window_max_images_per_sec", windows.max},
-      {"overlap", dopt_->buckets().size() > 0 && overlap_.on && world > 1}, {"overlap_mode", c_.overlap}};
+      {"overlap", dopt_->buckets().size() > 0 && overlap_.on && world > 1}, {"overlap_mode", name(c_.overlap)}};
   summary.update(memory);
   records.write(summary);
 }

@@ -60,11 +60,11 @@ TEST_CASE("the note on option errors names device auto's choice only when it cau
   TrainConfig gpu;
   gpu.device = DeviceKind::Cuda;
   gpu.device_auto_why = "2 GPUs visible";
-  gpu.conv_algorithm = "winograd";
+  gpu.conv_algorithm = ConvAlgorithm::Winograd;
   const std::string winograd =
       "--conv-algorithm winograd: chooses the CPU's convolutions (on the GPU cuDNN chooses; see --cudnn-benchmark)";
   CHECK(auto_device_note(gpu, winograd) == "; --device auto chose the GPU: 2 GPUs visible");
-  gpu.conv_algorithm = "auto";
+  gpu.conv_algorithm = ConvAlgorithm::Auto;
   gpu.zero_stage = 1;
   CHECK(auto_device_note(gpu, "--zero-stage 1: the optimizer state is sharded on the CPU path only (not yet with "
                               "--device cuda)") == "; --device auto chose the GPU: 2 GPUs visible");

@@ -201,7 +201,7 @@ TEST_CASE("linear LR scaling: LR x global batch / base batch, warmup from --lr",
   TrainConfig c;
   c.lr = 0.05f;
   c.warmup_epochs = 2.f;
-  c.lr_schedule = "step";
+  c.lr_schedule = LrScheduleKind::Step;
   c.lr_step_epochs = 30.f;
   // Without scaling: --lr at any batch, and the ramp of the plain schedule.
   for (const int64_t batch : {256, 2048}) {
@@ -212,7 +212,7 @@ TEST_CASE("linear LR scaling: LR x global batch / base batch, warmup from --lr",
     CHECK(s.lr(0) == Approx(0.05f / 100));
   }
   CHECK(describe_lr(c, 2048) == "0.05");
-  c.lr_scaling = "linear";
+  c.lr_scaling = LrScaling::Linear;
   c.base_batch_size = 256;
   CHECK(effective_lr(c, 256) == 0.05f);
   CHECK(effective_lr(c, 2048) == Approx(0.4f));
