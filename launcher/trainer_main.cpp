@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
     log = lockstep::make_logger(rank, world, config.log_all_ranks, spdlog::level::from_str(config.log_level));
     // MPI calls must then stay on the main thread (the CPU path's buckets run
     // on a communication thread; NCCL's are queued by the main thread).
-    if (!mpi->thread_multiple() && config.device != lockstep::DeviceKind::Cuda) config.overlap = lockstep::Switch::Off;
+    if (!mpi->thread_multiple() && config.device != lockstep::DeviceKind::Cuda)
+      config.overlap = lockstep::Switch::Off;
     lockstep::validate_train_config(config, rank == 0);
     trainer = std::make_unique<lockstep::Trainer>(config, *comm, log);
     trainer->setup();
