@@ -27,7 +27,7 @@ InputError caught(const std::function<void()>& fn) {
 
 }  // namespace
 
-TEST_CASE("runtime input errors name the runtime's concept; the trainer puts its flag there", "[trainer][errors]") {
+TEST_CASE("runtime input errors name the runtime's concept, and the trainer puts its flag there", "[trainer][errors]") {
   TempDir base;
   const std::string nope = base.file("nope");
   const InputError e = caught([&] { load_mnist_format(nope, "mnist-format"); });
@@ -43,7 +43,7 @@ TEST_CASE("runtime input errors name the runtime's concept; the trainer puts its
   CHECK(user_message(e, c) == "--data-dir " + nope + ": not a directory");
 }
 
-TEST_CASE("every runtime input subject has a trainer flag; messages without one stay as they are", "[trainer][errors]") {
+TEST_CASE("every runtime input subject has a trainer flag, and messages without one stay as they are", "[trainer][errors]") {
   for (const char* s : {subject::kDataDirectory, subject::kCheckpointDirectory, subject::kResume,
                         subject::kTimelineFile, subject::kLearningRate, subject::kLrSchedule, subject::kLrGamma,
                         subject::kMomentum, subject::kLossScale, subject::kLossScaleWindow, subject::kMaxGradNorm,

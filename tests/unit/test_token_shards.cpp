@@ -61,21 +61,21 @@ TEST_CASE("token shards: damaged files are input errors naming the file", "[toke
   const std::string p = d.file("x_train.bin");
   write_token_shard(p, iota_tokens(100));
 
-  SECTION("bad magic") {
-    patch_header(p, 0, 12345);
-    CHECK(read_error(p) == p + ": not a token shard (magic 12345, expected 20240520)");
-  }
-  SECTION("wrong version") {
-    patch_header(p, 1, 2);
-    CHECK(read_error(p) == p + ": token shard version 2 (this reader knows version 1)");
-  }
-  SECTION("a count past the end") {
-    patch_header(p, 2, 101);
-    CHECK(read_error(p) == p + ": the header counts 101 tokens, the file holds 100 (truncated)");
-  }
-  SECTION("bytes after the counted tokens") {
-    patch_header(p, 2, 99);
-    CHECK(read_error(p) == p + ": 2 bytes after the 99 tokens the header counts");
+  // A header field rewritten, and the message that names it.
+  const struct {
+    int field;
+    int32_t value;
+    std::string message;
+  } patches[] = {
+      {0, 12345, ": not a token shard (magic 12345, expected 20240520)"},
+      {1, 2, ": token shard version 2 (this reader knows version 1)"},
+      {2, 101, ": the header counts 101 tokens, the file holds 100 (truncated)"},
+      {2, 99, ": 2 bytes after the 99 tokens the header counts"},
+  };
+  for (const auto& c : patches) {
+    patch_header(p, c.field, c.value);
+    CHECK(read_error(p) == p + c.message);
+    write_token_shard(p, iota_tokens(100));
   }
   SECTION("a token outside the vocabulary") {
     CHECK(read_error(p, 50) == p + ": token 50 at position 50 is outside the vocabulary of 50");
@@ -89,7 +89,7 @@ TEST_CASE("token shards: damaged files are input errors naming the file", "[toke
   }
 }
 
-TEST_CASE("token shards: a split's files are found by name and sorted; none is an input error", "[tokens]") {
+TEST_CASE("token shards: a split's files are found by name and sorted, and none is an input error", "[tokens]") {
   TempDir d;
   for (const char* n : {"fw_train_000002.bin", "fw_val_000000.bin", "fw_train_000001.bin", "notes.txt"})
     write_token_shard(d.file(n), iota_tokens(10));
