@@ -1,0 +1,35 @@
+// Embedding: GPT-2's token and position embeddings (wte and wpe), summed.
+//   tokens [B, T] int32, T <= max_seq -> y [B, T, C] = wte[token] + wpe[t]
+//   wte [vocab, C]   wpe [max_seq, C]
+// Both tables start as normal(0, 0.02). The tokens have no gradient: backward
+// leaves dx alone (it may be null). A token outside [0, vocab) or T > max_seq
+// is an InputError naming the value. wte's gradient is added to when the
+// context accumulates (a tied output projection adds its part there too). The
+// work, on the CPU (a GPU has no kernel yet), is ops/embedding/embedding.h.
+#pragma once
+
+#include "nn/module.h"
+
+namespace lockstep {
+
+class Embedding final : public Module {
+ public:
+  Embedding(int64_t vocab, int64_t max_seq, int64_t channels);
+  std::string describe() const override;
+  Shape output_shape(const Shape& in) const override;
+  void declare(ParameterStore& store, const std::string& prefix) override;
+  void init(Rng& rng) override;
+  void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
+  bool has_parameters() const override { return true; }
+  std::vector<const Parameter*> parameters() const override { return {wte_, wpe_}; }
+  int64_t forward_flops(const Shape& in) const override { return in.numel() * c_; }  // one addition per output
+
+ private:
+  int64_t vocab_, max_seq_, c_;
+  std::string name_;  // describe(), for the op's messages (formatted once)
+  Parameter* wte_ = nullptr;
+  Parameter* wpe_ = nullptr;
+};
+
+}  // namespace lockstep
