@@ -7,6 +7,10 @@
 // Linear, Conv2d, AvgPool2d and Dropout (fixed mask) are linear in what is
 // perturbed, so the difference is exact up to fp32 rounding (h = 1e-2); ReLU and
 // MaxPool2d inputs are kept at least 0.05 away from their kinks (h = 1e-3).
+// CausalSelfAttention is smooth but not linear (h = 1e-2): with standard normal
+// inputs its third derivatives are of order 1, so the central difference is
+// off by about h^2 / 6 ~ 2e-5, and fp32 rounding of L (a few hundred terms of
+// order 1) adds about 1e-6 / 2h ~ 5e-5: both far inside the tolerance.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 
 #include "core/cpu.h"
 #include "core/rng.h"
+#include "nn/attention.h"
 #include "nn/batchnorm.h"
 #include "nn/layers.h"
 #include "nn/loss.h"
@@ -210,6 +215,15 @@ TEST_CASE("GELU (tanh approximation): values and slopes as PyTorch's, gradient b
   CHECK(z == y);
   gradcheck(std::make_unique<GELU>(), Shape{4, 9}, 1e-2);
   gradcheck(std::make_unique<GELU>(), Shape{2, 3, 4, 4}, 1e-2, false, 7);
+}
+
+TEST_CASE("CausalSelfAttention gradients", "[gradcheck][attention]") {
+  // x [B, T, 3C]: one head of 4 channels, two of 2, four of 3, and 70
+  // positions (two row chunks of the kernels).
+  gradcheck(std::make_unique<CausalSelfAttention>(1), Shape{2, 5, 3 * 4}, 1e-2);
+  gradcheck(std::make_unique<CausalSelfAttention>(2), Shape{2, 4, 3 * 4}, 1e-2);
+  gradcheck(std::make_unique<CausalSelfAttention>(4), Shape{1, 6, 3 * 12}, 1e-2);
+  gradcheck(std::make_unique<CausalSelfAttention>(1), Shape{1, 70, 3 * 2}, 1e-2);
 }
 
 TEST_CASE("softmax cross-entropy gradient", "[gradcheck]") {
