@@ -10,6 +10,10 @@
 // LayerNorm is smooth but not linear: h = 1e-2, where the truncation error
 // (h^2 times third derivatives) is still below the fp32 rounding of the loss
 // over 2h (worst errors measured 1.2e-4 at h = 1e-2, 1e-3 at h = 1e-3).
+// CausalSelfAttention is smooth but not linear (h = 1e-2): with standard normal
+// inputs its third derivatives are of order 1, so the central difference is
+// off by about h^2 / 6 ~ 2e-5, and fp32 rounding of L (a few hundred terms of
+// order 1) adds about 1e-6 / 2h ~ 5e-5: both far inside the tolerance.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 
 #include "core/cpu.h"
 #include "core/rng.h"
+#include "nn/attention.h"
 #include "nn/batchnorm.h"
 #include "nn/layernorm.h"
 #include "nn/layers.h"
@@ -238,6 +243,15 @@ TEST_CASE("LayerNorm gradients of the input, weight and bias", "[gradcheck][laye
       check_elements(p.value, grads.slice(p.offset, p.shape), 1e-2, loss);
     }
   }
+}
+
+TEST_CASE("CausalSelfAttention gradients", "[gradcheck][attention]") {
+  // x [B, T, 3C]: one head of 4 channels, two of 2, four of 3, and 70
+  // positions (two row chunks of the kernels).
+  gradcheck(std::make_unique<CausalSelfAttention>(1), Shape{2, 5, 3 * 4}, 1e-2);
+  gradcheck(std::make_unique<CausalSelfAttention>(2), Shape{2, 4, 3 * 4}, 1e-2);
+  gradcheck(std::make_unique<CausalSelfAttention>(4), Shape{1, 6, 3 * 12}, 1e-2);
+  gradcheck(std::make_unique<CausalSelfAttention>(1), Shape{1, 70, 3 * 2}, 1e-2);
 }
 
 TEST_CASE("softmax cross-entropy gradient", "[gradcheck]") {
