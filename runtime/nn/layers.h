@@ -15,6 +15,8 @@ namespace lockstep {
 // (ForwardContext::gpu, BackwardContext::gpu). Same semantics either way.
 
 // y = x W^T + b.   x [B, in]   W [out, in]   b [out]   y [B, out]
+// Over the last dimension of any rank >= 2: x [B, T, in] -> y [B, T, out] is
+// the same product on the B*T rows (a transformer's projections).
 class Linear final : public Module {
  public:
   Linear(int64_t in, int64_t out, bool bias = true);
@@ -27,7 +29,7 @@ class Linear final : public Module {
   HeldMemory held_memory() const override { return {0, 0, static_cast<int64_t>(w16_.nbytes())}; }
   bool has_parameters() const override { return true; }
   std::vector<const Parameter*> parameters() const override { return b_ ? std::vector<const Parameter*>{w_, b_} : std::vector<const Parameter*>{w_}; }
-  int64_t forward_flops(const Shape& in) const override { return 2 * in[0] * in_ * out_; }
+  int64_t forward_flops(const Shape& in) const override { return 2 * (in.numel() / in_) * in_ * out_; }
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }
 

@@ -8,8 +8,8 @@
 
 namespace lockstep {
 
-Residual::Residual(std::string name, Sequential branch, Sequential shortcut)
-    : name_(std::move(name)), branch_(std::move(branch)), shortcut_(std::move(shortcut)) {
+Residual::Residual(std::string name, Sequential branch, Sequential shortcut, Join join)
+    : join_(join), name_(std::move(name)), branch_(std::move(branch)), shortcut_(std::move(shortcut)) {
   LS_CHECK(branch_.size() > 0, "{}: the branch has no layers", name_);
   share_scratch(std::make_shared<SharedScratch>());  // until a Sequential gives the model's
 }
@@ -19,7 +19,9 @@ void Residual::share_scratch(const std::shared_ptr<SharedScratch>& scratch) {
   shortcut_.share_scratch(scratch);
 }
 
-bool Residual::joins() const { return dynamic_cast<const BatchNorm2d*>(&branch_.layer(branch_.size() - 1)) != nullptr; }
+bool Residual::joins() const {
+  return join_ == Join::AddRelu && dynamic_cast<const BatchNorm2d*>(&branch_.layer(branch_.size() - 1)) != nullptr;
+}
 
 void Residual::plan_memory(const std::shared_ptr<ActivationArena>& arena, const Shape& input, Device device,
                            DType dtype, cuda::Context* gpu) {
@@ -101,7 +103,13 @@ void Residual::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
   }
   const Tensor& b = shortcut_.size() ? shortcut_.forward(x, ctx) : x;
   const Tensor& a = branch_.forward(x, ctx);
-  ops::add_relu(a, b, y, ops::Exec{ctx.gpu, "Residual"});
+  const ops::Exec ex{ctx.gpu, "Residual"};
+  if (join_ == Join::AddRelu) {
+    ops::add_relu(a, b, y, ex);
+  } else {
+    ops::copy_same_device(y, a, ex);
+    ops::add_inplace(b, y, ex);
+  }
 }
 
 void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
@@ -113,7 +121,7 @@ void Residual::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
     // its first pass (BatchNorm2d::forward_add_relu), so g is masked after this.
     branch_.backward(ctx, dx, &g);
   } else {
-    ops::relu_backward(y, g, g, ex);
+    if (join_ == Join::AddRelu) ops::relu_backward(y, g, g, ex);
     Tensor gb = branch_.output_grad();
     ops::copy_same_device(gb, g, ex);
     branch_.backward(ctx, dx);

@@ -1,6 +1,7 @@
-// Residual: y = ReLU(branch(x) + shortcut(x)), the building block of ResNets.
-// The branch and the (optional) shortcut are Sequentials of ordinary layers;
-// no shortcut means the identity. Parameters are named
+// Residual: y = ReLU(branch(x) + shortcut(x)), the building block of ResNets,
+// or with Join::Add y = branch(x) + shortcut(x), a transformer's pre-norm
+// residual (x + attention(ln(x))). The branch and the (optional) shortcut are
+// Sequentials of ordinary layers; no shortcut means the identity. Parameters are named
 // "<prefix>branch.<i>.<name>" and "<prefix>shortcut.<i>.<name>".
 //
 // Forward runs the shortcut, then the branch; backward the branch, then the
@@ -32,8 +33,9 @@ namespace lockstep {
 
 class Residual final : public Module {
  public:
+  enum class Join { AddRelu, Add };
   // `name` is how describe() starts ("BasicBlock(16, 32, stride=2)").
-  Residual(std::string name, Sequential branch, Sequential shortcut = Sequential());
+  Residual(std::string name, Sequential branch, Sequential shortcut = Sequential(), Join join = Join::AddRelu);
   std::string describe() const override { return name_; }
   Shape output_shape(const Shape& in) const override;
   void declare(ParameterStore& store, const std::string& prefix) override;
@@ -41,7 +43,7 @@ class Residual final : public Module {
   void init(Rng& rng) override;
   void forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) override;
-  bool backward_reads_output() const override { return true; }
+  bool backward_reads_output() const override { return join_ == Join::AddRelu; }  // the ReLU's mask
   bool has_parameters() const override { return !parameters().empty(); }
   std::vector<const Parameter*> parameters() const override;
   int64_t forward_flops(const Shape& in) const override;
@@ -67,6 +69,7 @@ class Residual final : public Module {
   Sequential& shortcut() { return shortcut_; }
 
  private:
+  Join join_;
   std::string name_;
   Sequential branch_, shortcut_;  // shortcut_ empty: identity
   // The join is fused (the branch ends in a batch norm): the branch's last

@@ -903,3 +903,51 @@ TEST_CASE("Winograd Conv2d backward reuses its forward's filter transform only w
     CHECK(through_layer(false) == scratch());
   }
 }
+
+namespace {
+
+// GPT-2's pre-norm residuals: x + proj(attention(qkv(ln(x)))) and
+// x + fc2(gelu(fc1(ln(x)))), x [B, T, C], joined by a plain add.
+std::unique_ptr<Residual> attention_residual(int64_t c, int64_t heads) {
+  Sequential branch;
+  branch.add(std::make_unique<LayerNorm>(c));
+  branch.add(std::make_unique<Linear>(c, 3 * c));
+  branch.add(std::make_unique<CausalSelfAttention>(heads));
+  branch.add(std::make_unique<Linear>(c, c));
+  return std::make_unique<Residual>("attention", std::move(branch), Sequential(), Residual::Join::Add);
+}
+
+std::unique_ptr<Residual> mlp_residual(int64_t c) {
+  Sequential branch;
+  branch.add(std::make_unique<LayerNorm>(c));
+  branch.add(std::make_unique<Linear>(c, 4 * c));
+  branch.add(std::make_unique<GELU>());
+  branch.add(std::make_unique<Linear>(4 * c, c));
+  return std::make_unique<Residual>("mlp", std::move(branch), Sequential(), Residual::Join::Add);
+}
+
+}  // namespace
+
+TEST_CASE("GPT-2 block residuals over [B, T, C]: gradients by finite differences", "[gradcheck][transformer]") {
+  // Linear on rank-3 input (the B*T rows), LayerNorm, attention and GELU
+  // chained, and the add join: every input and parameter element.
+  gradcheck(attention_residual(8, 2), Shape{2, 5, 8}, 1e-2);
+  gradcheck(mlp_residual(6), Shape{2, 3, 6}, 1e-2);
+}
+
+TEST_CASE("Residual's add join: y = x + branch(x), nothing clipped at zero", "[transformer]") {
+  std::unique_ptr<Residual> r = mlp_residual(4);
+  ParameterStore store;
+  r->declare(store, "b.");
+  store.finalize();
+  Rng rng(3);
+  r->init(rng);
+  CHECK(r->output_shape(Shape{2, 3, 4}) == Shape{2, 3, 4});
+  CHECK_FALSE(r->backward_reads_output());
+  Tensor x = random_tensor(Shape{2, 3, 4}, rng, 3.f);
+  Tensor y = Tensor::zeros(Shape{2, 3, 4});
+  r->forward(x, y, ForwardContext{});
+  int negative = 0;
+  for (float v : y.span<float>()) negative += v < 0.f;
+  CHECK(negative > 0);  // an AddRelu join would have clipped these
+}
