@@ -123,13 +123,9 @@ double check_elements(Tensor v, const Tensor& analytic, double h, const std::fun
   return worst;
 }
 
-void gradcheck(std::unique_ptr<Module> mod, const Shape& in_shape, double h, bool away_from_zero = false,
-               uint64_t seed = 1) {
-  Harness hn(std::move(mod), seed);
-  Rng rng(seed + 100);
-  Tensor x = random_tensor(in_shape, rng);
-  if (away_from_zero) push_from_zero(x, 0.05f);
-  Tensor r = random_tensor(hn.m->output_shape(in_shape), rng);
+// The analytic gradients of the input x and of every parameter against
+// central differences of L = sum y * r, the module's parameters as they are.
+void check_input_and_parameters(Harness& hn, const Tensor& x, const Tensor& r, double h) {
   Tensor dx = hn.analytic(x, r);
   // Snapshot parameter gradients before perturbing anything.
   Tensor grads = Tensor::zeros(Shape{hn.store.padded_numel()});
@@ -140,6 +136,16 @@ void gradcheck(std::unique_ptr<Module> mod, const Shape& in_shape, double h, boo
     INFO("parameter " << p.name);
     check_elements(p.value, grads.slice(p.offset, p.shape), h, loss);
   }
+}
+
+void gradcheck(std::unique_ptr<Module> mod, const Shape& in_shape, double h, bool away_from_zero = false,
+               uint64_t seed = 1) {
+  Harness hn(std::move(mod), seed);
+  Rng rng(seed + 100);
+  Tensor x = random_tensor(in_shape, rng);
+  if (away_from_zero) push_from_zero(x, 0.05f);
+  Tensor r = random_tensor(hn.m->output_shape(in_shape), rng);
+  check_input_and_parameters(hn, x, r, h);
 }
 
 }  // namespace
@@ -231,17 +237,9 @@ TEST_CASE("LayerNorm gradients of the input, weight and bias", "[gradcheck][laye
     Rng rng(static_cast<uint64_t>(c));
     for (float& v : hn.store.params()[0].value.span<float>()) v = 1.f + 0.5f * rng.normal();
     for (float& v : hn.store.params()[1].value.span<float>()) v = 0.5f * rng.normal();
-    Tensor x = random_tensor(shape, rng);
-    Tensor r = random_tensor(shape, rng);
-    Tensor dx = hn.analytic(x, r);
-    Tensor grads = Tensor::zeros(Shape{hn.store.padded_numel()});
-    grads.copy_from(hn.store.grads());
-    auto loss = [&] { return hn.loss(x, r); };
-    check_elements(x, dx, 1e-2, loss);
-    for (auto& p : hn.store.params()) {
-      INFO("parameter " << p.name);
-      check_elements(p.value, grads.slice(p.offset, p.shape), 1e-2, loss);
-    }
+    const Tensor x = random_tensor(shape, rng);
+    const Tensor r = random_tensor(shape, rng);
+    check_input_and_parameters(hn, x, r, 1e-2);
   }
 }
 
@@ -596,12 +594,7 @@ TEST_CASE("BatchNorm2d gradients with running statistics (evaluation)", "[gradch
   const Shape shape{3, 3, 2, 4};
   Tensor x = random_tensor(shape, rng);
   Tensor r = random_tensor(shape, rng);
-  Tensor dx = hn.analytic(x, r);
-  Tensor grads = Tensor::zeros(Shape{hn.store.padded_numel()});
-  grads.copy_from(hn.store.grads());
-  auto loss = [&] { return hn.loss(x, r); };
-  check_elements(x, dx, 1e-2, loss);
-  for (auto& p : hn.store.params()) check_elements(p.value, grads.slice(p.offset, p.shape), 1e-2, loss);
+  check_input_and_parameters(hn, x, r, 1e-2);
 }
 
 TEST_CASE("BatchNorm2d statistics: normalised output, running averages, evaluation", "[batchnorm]") {

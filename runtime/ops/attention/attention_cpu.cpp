@@ -57,9 +57,7 @@ PairViews pair_views(const AttentionShape& s, int64_t pair) {
 
 void forward_pair(const AttentionShape& s, int64_t pair, const float* qkv, float* y, float* lse, float* p) {
   const PairViews w = pair_views(s, pair);
-  const float* q = qkv + w.q_off;
-  const float* k = q + s.c;
-  const float* v = q + 2 * s.c;
+  const float *q = qkv + w.q_off, *k = q + s.c, *v = q + 2 * s.c;
   float* yh = y + w.y_off;
   float* l = lse + w.lse_off;
   for (int64_t r0 = 0; r0 < w.t; r0 += kAttentionRowChunk) {
@@ -75,12 +73,8 @@ void forward_pair(const AttentionShape& s, int64_t pair, const float* qkv, float
 void backward_pair(const AttentionShape& s, int64_t pair, const float* qkv, const float* y, const float* lse,
                    const float* dy, float* dqkv, float* p, float* g) {
   const PairViews w = pair_views(s, pair);
-  const float* q = qkv + w.q_off;
-  const float* k = q + s.c;
-  const float* v = q + 2 * s.c;
-  float* dq = dqkv + w.q_off;
-  float* dk = dq + s.c;
-  float* dv = dq + 2 * s.c;
+  const float *q = qkv + w.q_off, *k = q + s.c, *v = q + 2 * s.c;
+  float *dq = dqkv + w.q_off, *dk = dq + s.c, *dv = dq + 2 * s.c;
   const float* yh = y + w.y_off;
   const float* dyh = dy + w.y_off;
   const float* l = lse + w.lse_off;
