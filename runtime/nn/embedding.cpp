@@ -39,7 +39,9 @@ void Embedding::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
 }
 
 void Embedding::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor*, const BackwardContext& ctx) {
-  ops::embedding_backward(x, dy, wte_->grad, wpe_->grad, ctx.accumulate, ops::Exec{ctx.gpu, name_.c_str()});
+  // Tied: wte holds the output projection's part of this step already, so add to it.
+  ops::embedding_backward(x, dy, wte_->grad, wpe_->grad, ctx.accumulate || tied_, ctx.accumulate,
+                          ops::Exec{ctx.gpu, name_.c_str()});
 }
 
 }  // namespace lockstep

@@ -4,7 +4,8 @@
 // Both tables start as normal(0, 0.02). The tokens have no gradient: backward
 // leaves dx alone (it may be null). A token outside [0, vocab) or T > max_seq
 // is an InputError naming the value. wte's gradient is added to when the
-// context accumulates (a tied output projection adds its part there too). The
+// context accumulates, and always once tie() has been called: a tied output
+// projection (nn/tied_linear.h) writes its part first, in backward. The
 // work, on the CPU (a GPU has no kernel yet), is ops/embedding/embedding.h.
 #pragma once
 
@@ -25,11 +26,18 @@ class Embedding final : public Module {
   std::vector<const Parameter*> parameters() const override { return {wte_, wpe_}; }
   int64_t forward_flops(const Shape& in) const override { return in.numel() * c_; }  // one addition per output
 
+  // The output projection shares wte (TiedLinear): this backward adds to it.
+  void tie() { tied_ = true; }
+  const Parameter* token_table() const { return wte_; }  // null before declare()
+  int64_t vocab() const { return vocab_; }
+  int64_t channels() const { return c_; }
+
  private:
   int64_t vocab_, max_seq_, c_;
   std::string name_;  // describe(), for the op's messages (formatted once)
   Parameter* wte_ = nullptr;
   Parameter* wpe_ = nullptr;
+  bool tied_ = false;
 };
 
 }  // namespace lockstep

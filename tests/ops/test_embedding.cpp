@@ -92,7 +92,7 @@ TEST_CASE("Embedding backward sums dy by token and by position: a repeated token
   Tensor dwte = Tensor::zeros(Shape{vocab, c}), dwpe = Tensor::zeros(Shape{max_t, c});
   dwte.fill(std::nanf(""));  // overwritten, untouched rows too
   dwpe.fill(std::nanf(""));
-  ops::embedding_backward(tokens, dy, dwte, dwpe, false, kEx);
+  ops::embedding_backward(tokens, dy, dwte, dwpe, false, false, kEx);
   auto row = [&](int64_t i, int64_t j, int64_t k) { return g[(i * t + j) * c + k]; };
   for (int64_t k = 0; k < c; ++k) {
     INFO("channel " << k);
@@ -110,7 +110,7 @@ TEST_CASE("Embedding backward sums dy by token and by position: a repeated token
     const std::vector<float> fresh_wte = dwte.to_vector(), fresh_wpe = dwpe.to_vector();
     Tensor acc_wte = on_grid(dwte.shape(), rng), acc_wpe = on_grid(dwpe.shape(), rng);
     const std::vector<float> old_wte = acc_wte.to_vector(), old_wpe = acc_wpe.to_vector();
-    ops::embedding_backward(tokens, dy, acc_wte, acc_wpe, true, kEx);
+    ops::embedding_backward(tokens, dy, acc_wte, acc_wpe, true, true, kEx);
     for (int64_t i = 0; i < acc_wte.numel(); ++i)
       REQUIRE(acc_wte.data<float>()[i] == old_wte[static_cast<size_t>(i)] + fresh_wte[static_cast<size_t>(i)]);
     for (int64_t i = 0; i < acc_wpe.numel(); ++i)
@@ -170,7 +170,7 @@ TEST_CASE("Embedding refuses tokens outside the vocabulary and sequences too lon
   const Tensor high = tokens_of(Shape{2, 3}, {1, 2, 3, 4, 10, 5});
   std::string msg = input_error([&] { ops::embedding_forward(high, wte, wpe, y, kEx); });
   CHECK_THAT(msg, Catch::Contains("token 10 at batch row 1, position 1") && Catch::Contains("[0, 10)"));
-  msg = input_error([&] { ops::embedding_backward(high, dy, dwte, dwpe, false, kEx); });
+  msg = input_error([&] { ops::embedding_backward(high, dy, dwte, dwpe, false, false, kEx); });
   CHECK_THAT(msg, Catch::Contains("token 10 at batch row 1, position 1"));
   const Tensor negative = tokens_of(Shape{2, 3}, {1, 2, -3, 4, 5, 6});
   msg = input_error([&] { ops::embedding_forward(negative, wte, wpe, y, kEx); });
@@ -210,7 +210,7 @@ TEST_CASE("Embedding gives the same bits at any thread count", "[embedding]") {
       dwpe.copy_from(normal(wpe.shape(), fill));
     }
     ops::embedding_forward(tokens, wte, wpe, y, kEx);
-    ops::embedding_backward(tokens, dy, dwte, dwpe, accumulate, kEx);
+    ops::embedding_backward(tokens, dy, dwte, dwpe, accumulate, accumulate, kEx);
     return std::vector<Tensor>{y, dwte, dwpe};
   };
   for (bool accumulate : {false, true}) {

@@ -54,13 +54,14 @@ void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wp
                         wpe.data<float>(), y.data<float>());
 }
 
-void embedding_backward(const Tensor& tokens, const Tensor& dy, Tensor& dwte, Tensor& dwpe, bool accumulate,
-                        const Exec& ex) {
+void embedding_backward(const Tensor& tokens, const Tensor& dy, Tensor& dwte, Tensor& dwpe, bool accumulate_wte,
+                        bool accumulate_wpe, const Exec& ex) {
   require_layout(tokens, dwte, dwpe, dy, "output gradient", ex);
   if (on_gpu(dwte, ex)) no_cuda_kernel("backward", dwte, ex);
   require_valid_tokens(tokens, dwte.size(0), ex);
   embedding_backward_cpu(tokens.size(0), tokens.size(1), dwte.size(1), dwte.size(0), dwpe.size(0),
-                         tokens.data<int32_t>(), dy.data<float>(), dwte.data<float>(), dwpe.data<float>(), accumulate);
+                         tokens.data<int32_t>(), dy.data<float>(), dwte.data<float>(), dwpe.data<float>(), accumulate_wte,
+                         accumulate_wpe);
 }
 
 }  // namespace lockstep::ops

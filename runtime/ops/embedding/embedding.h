@@ -17,7 +17,8 @@
 namespace lockstep::ops {
 
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, Tensor& y, const Exec& ex);
-void embedding_backward(const Tensor& tokens, const Tensor& dy, Tensor& dwte, Tensor& dwpe, bool accumulate,
-                        const Exec& ex);
+// accumulate_wte / accumulate_wpe: each table's gradient added to, or overwritten.
+void embedding_backward(const Tensor& tokens, const Tensor& dy, Tensor& dwte, Tensor& dwpe, bool accumulate_wte,
+                        bool accumulate_wpe, const Exec& ex);
 
 }  // namespace lockstep::ops

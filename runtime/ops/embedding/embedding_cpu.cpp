@@ -59,11 +59,11 @@ void embedding_forward_cpu(int64_t b, int64_t t, int64_t c, const int32_t* token
 }
 
 void embedding_backward_cpu(int64_t b, int64_t t, int64_t c, int64_t vocab, int64_t max_t, const int32_t* tokens,
-                            const float* dy, float* dwte, float* dwpe, bool accumulate) {
+                            const float* dy, float* dwte, float* dwpe, bool accumulate_wte, bool accumulate_wpe) {
   const int64_t row_grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(c * std::max<int64_t>(b, 1), 1));
   parallel_for(max_t, row_grain,
-               [&](int64_t pb, int64_t pe) { position_rows(pb, pe, b, t, c, dy, dwpe, accumulate); });
-  if (!accumulate)
+               [&](int64_t pb, int64_t pe) { position_rows(pb, pe, b, t, c, dy, dwpe, accumulate_wpe); });
+  if (!accumulate_wte)
     parallel_for(vocab * c, kGrainElems, [&](int64_t lo, int64_t hi) { std::fill(dwte + lo, dwte + hi, 0.f); });
   const int64_t positions = b * t;
   const int64_t blocks = (c + kColumnBlock - 1) / kColumnBlock;

@@ -19,6 +19,6 @@ int64_t embedding_first_bad_token_cpu(int64_t n, const int32_t* tokens, int64_t 
 void embedding_forward_cpu(int64_t b, int64_t t, int64_t c, const int32_t* tokens, const float* wte, const float* wpe,
                            float* y);
 void embedding_backward_cpu(int64_t b, int64_t t, int64_t c, int64_t vocab, int64_t max_t, const int32_t* tokens,
-                            const float* dy, float* dwte, float* dwpe, bool accumulate);
+                            const float* dy, float* dwte, float* dwpe, bool accumulate_wte, bool accumulate_wpe);
 
 }  // namespace lockstep::ops
