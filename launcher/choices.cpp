@@ -33,4 +33,17 @@ std::string_view name(ConvAlgorithm a) {
   return a == ConvAlgorithm::Im2col ? "im2col" : a == ConvAlgorithm::Winograd ? "winograd" : "auto";
 }
 
+void not_one_of(const std::string& flag, const std::string& value, const std::vector<std::string_view>& names) {
+  std::string list;
+  for (std::string_view n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+  LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
+}
+
+std::string one_of(const std::string& flag, const std::string& value,
+                   std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names)
+    if (value == n) return value;
+  not_one_of(flag, value, names);
+}
+
 }  // namespace lockstep

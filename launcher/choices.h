@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -42,14 +43,23 @@ std::string_view name(LrScheduleKind l);  // "constant", "step", "cosine"
 std::string_view name(LrScaling l);       // "none", "linear"
 std::string_view name(ConvAlgorithm a);   // "auto", "im2col", "winograd"
 
-// The enum whose name() is `value`, else an input error listing the names.
+// The input error for --flag's `value` outside `names` (listed in order).
+[[noreturn]] void not_one_of(const std::string& flag, const std::string& value,
+                             const std::vector<std::string_view>& names);
+
+// `value` when it is one of `names`, else not_one_of.
+std::string one_of(const std::string& flag, const std::string& value,
+                   std::initializer_list<std::string_view> names);
+
+// The enum whose name() is `value`, else not_one_of.
 template <typename E>
 E parse_choice(const std::string& flag, const std::string& value, std::initializer_list<E> all) {
-  for (E e : all)
+  std::vector<std::string_view> names;
+  for (E e : all) {
     if (value == name(e)) return e;
-  std::string list;
-  for (E e : all) list += (list.empty() ? "" : ", ") + std::string(name(e));
-  LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
+    names.push_back(name(e));
+  }
+  not_one_of(flag, value, names);
 }
 
 }  // namespace lockstep

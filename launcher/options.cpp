@@ -74,14 +74,6 @@ std::vector<int64_t> to_shape(const std::string& flag, const std::string& text) 
   return dims;
 }
 
-std::string one_of(const std::string& flag, const std::string& value, std::initializer_list<const char*> allowed) {
-  for (const char* a : allowed)
-    if (value == a) return value;
-  std::string list;
-  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-  LS_INPUT_ERROR("--{}: '{}' is not one of {}", flag, value, list);
-}
-
 cxxopts::Options make_options() {
   TrainConfig d;  // defaults shown in --help
   cxxopts::Options o("trainer", "lockstep trainer: synchronous data-parallel training of the built-in models.\n"
@@ -592,12 +584,6 @@ void validate_train_config(const TrainConfig& c, bool rank0) {
     if (from.empty()) throw;
     LS_INPUT_ERROR("{} (set by {})", err.message(), from);
   }
-}
-
-bool under_job_launcher() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_JOB_ID"})
-    if (std::getenv(v) != nullptr) return true;
-  return false;
 }
 
 }  // namespace lockstep

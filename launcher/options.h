@@ -160,9 +160,4 @@ std::string config_json(const TrainConfig& config);
 // CropFlip (auto: crop-flip for cifar10, none for the other data sets).
 Augment augmentation(const TrainConfig& config);
 
-// True when a job launcher (mpirun, srun, any PMI/PMIx launcher) started this
-// process. Their output goes to logs even when it looks like a terminal, so
-// --progress auto stays off.
-bool under_job_launcher();
-
 }  // namespace lockstep

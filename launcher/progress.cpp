@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace lockstep {
 
@@ -51,6 +52,12 @@ void ProgressBar::clear() {
   std::fputs("\r\033[2K", stdout);
   std::fflush(stdout);
   drawn_ = false;
+}
+
+bool under_job_launcher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_JOB_ID"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
 }
 
 }  // namespace lockstep

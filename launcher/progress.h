@@ -27,4 +27,9 @@ class ProgressBar {
 // "6445" -> "6,445"
 std::string group_thousands(double value);
 
+// True when a job launcher (mpirun, srun, any PMI/PMIx launcher) started this
+// process. Their output goes to logs even when it looks like a terminal, so
+// --progress auto stays off.
+bool under_job_launcher();
+
 }  // namespace lockstep

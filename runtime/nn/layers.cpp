@@ -40,13 +40,6 @@ Shape Linear::output_shape(const Shape& in) const {
   return out;
 }
 
-namespace {
-// [B, ..., n] as [rows, n]: the ops' 2-D view (shares storage).
-Tensor rows_of(const Tensor& t) {
-  const int64_t n = t.size(t.rank() - 1);
-  return t.rank() == 2 ? t : t.reshape(Shape{t.numel() / n, n});
-}
-}  // namespace
 
 void Linear::declare(ParameterStore& store, const std::string& prefix) {
   w_ = store.declare(prefix + "weight", Shape{out_, in_});
@@ -60,15 +53,13 @@ void Linear::init(Rng& rng) {
 }
 
 void Linear::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
-  Tensor y2 = rows_of(y);
-  ops::linear_forward(rows_of(x), w_->value, b_ ? &b_->value : nullptr, y2, relu_, w16_, ops::Exec{ctx.gpu, "Linear"});
+  ops::linear_forward(x, w_->value, b_ ? &b_->value : nullptr, y, relu_, w16_, ops::Exec{ctx.gpu, "Linear"});
 }
 
 void Linear::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   // dy is Sequential's scratch gradient buffer: the fused ReLU masks it in place.
-  Tensor dx2 = dx ? rows_of(*dx) : Tensor();
-  ops::linear_backward(rows_of(x), w_->value, w16_, rows_of(y), rows_of(dy), dx ? &dx2 : nullptr, w_->grad,
-                       b_ ? &b_->grad : nullptr, ctx.accumulate, relu_, ops::Exec{ctx.gpu, "Linear"});
+  ops::linear_backward(x, w_->value, w16_, y, dy, dx, w_->grad, b_ ? &b_->grad : nullptr, ctx.accumulate, relu_,
+                       ops::Exec{ctx.gpu, "Linear"});
 }
 
 // ---------------------------------------------------------------- Conv2d

@@ -15,7 +15,7 @@ namespace lockstep::ops {
 
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, bool relu, Tensor& w16,
                     const Exec& ex) {
-  const int64_t B = x.size(0), in = w.size(1), out = w.size(0);
+  const int64_t in = w.size(1), out = w.size(0), B = x.numel() / in;  // rows
   const float* bias = b ? b->data<float>() : nullptr;
   if (on_gpu(x, ex)) {
 #ifdef LOCKSTEP_HAVE_CUDA
@@ -30,7 +30,7 @@ void linear_forward(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y
 
 void linear_backward(const Tensor& x, const Tensor& w, const Tensor& w16, const Tensor& y, const Tensor& dy,
                      Tensor* dx, Tensor& dw, Tensor* db, bool accumulate, bool relu, const Exec& ex) {
-  const int64_t B = x.size(0), in = w.size(1), out = w.size(0);
+  const int64_t in = w.size(1), out = w.size(0), B = x.numel() / in;  // rows
   float* dbias = db ? db->data<float>() : nullptr;
   if (on_gpu(x, ex)) {
 #ifdef LOCKSTEP_HAVE_CUDA

@@ -1,5 +1,6 @@
 // Fully connected layer on the tensors' device:
 //   x [B, in]   w [out, in] fp32 master   b [out] fp32 (nullable)   y [B, out]
+// (x [B, ..., in] -> y [B, ..., out] too: the leading dimensions are the rows)
 // forward: y = x w^T + b, then ReLU when `relu` (fused).
 // backward: with `relu`, dy is first masked by y > 0 (in place);
 //   dw (+)= dy^T x,  db (+)= column sums of dy (db nullable),  dx = dy w (dx nullable).
