@@ -24,18 +24,12 @@ void require_shape(const Tensor& t, const Shape& shape, const Tensor& qkv, const
            t.shape().str(), t.device().str(), dtype_name(qkv.dtype()), shape.str(), qkv.device().str());
 }
 
-void refuse_gpu(const Tensor& qkv, const Exec& ex) {
-  if (on_gpu(qkv, ex))
-    LS_THROW("{}: causal attention has no CUDA kernel yet (tensors on {}); it runs on the CPU only", ex.who,
-             qkv.device().str());
-}
-
 }  // namespace
 
 void causal_attention_forward(const Tensor& qkv, Tensor& y, Tensor& lse, int64_t n_head, Workspace& ws,
                               const Exec& ex) {
   const AttentionShape s = attention_shape(qkv, n_head, ex);
-  refuse_gpu(qkv, ex);
+  require_cpu_kernel(qkv, "causal attention forward", ex);
   require_shape(y, Shape{s.b, s.t, s.c}, qkv, "output", ex);
   ensure_scratch(lse, s.b * s.n_head * s.t, qkv.dtype(), qkv.device(), ex);
   causal_attention_forward_cpu(s, qkv.data<float>(), y.data<float>(), lse.data<float>(), ws);
@@ -44,7 +38,7 @@ void causal_attention_forward(const Tensor& qkv, Tensor& y, Tensor& lse, int64_t
 void causal_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy, Tensor& dqkv,
                                int64_t n_head, Workspace& ws, const Exec& ex) {
   const AttentionShape s = attention_shape(qkv, n_head, ex);
-  refuse_gpu(qkv, ex);
+  require_cpu_kernel(qkv, "causal attention backward", ex);
   require_shape(y, Shape{s.b, s.t, s.c}, qkv, "output", ex);
   require_shape(dy, Shape{s.b, s.t, s.c}, qkv, "output gradient", ex);
   LS_CHECK(lse.numel() >= s.b * s.n_head * s.t && lse.dtype() == qkv.dtype() && lse.device() == qkv.device(),

@@ -40,15 +40,11 @@ void require_valid_tokens(const Tensor& tokens, int64_t vocab, const Exec& ex) {
   }
 }
 
-[[noreturn]] void no_cuda_kernel(const char* direction, const Tensor& t, const Exec& ex) {
-  LS_THROW("{}: embedding {} has no CUDA kernel yet (tensors on {})", ex.who, direction, t.device().str());
-}
-
 }  // namespace
 
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, Tensor& y, const Exec& ex) {
   require_layout(tokens, wte, wpe, y, "output", ex);
-  if (on_gpu(wte, ex)) no_cuda_kernel("forward", wte, ex);
+  require_cpu_kernel(wte, "embedding forward", ex);
   require_valid_tokens(tokens, wte.size(0), ex);
   embedding_forward_cpu(tokens.size(0), tokens.size(1), wte.size(1), tokens.data<int32_t>(), wte.data<float>(),
                         wpe.data<float>(), y.data<float>());
@@ -57,7 +53,7 @@ void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wp
 void embedding_backward(const Tensor& tokens, const Tensor& dy, Tensor& dwte, Tensor& dwpe, bool accumulate_wte,
                         bool accumulate_wpe, const Exec& ex) {
   require_layout(tokens, dwte, dwpe, dy, "output gradient", ex);
-  if (on_gpu(dwte, ex)) no_cuda_kernel("backward", dwte, ex);
+  require_cpu_kernel(dwte, "embedding backward", ex);
   require_valid_tokens(tokens, dwte.size(0), ex);
   embedding_backward_cpu(tokens.size(0), tokens.size(1), dwte.size(1), dwte.size(0), dwpe.size(0),
                          tokens.data<int32_t>(), dy.data<float>(), dwte.data<float>(), dwpe.data<float>(), accumulate_wte,

@@ -28,10 +28,6 @@ void require_rows(const Tensor& x, const Exec& ex) {
   LS_CHECK(x.rank() == 2 && x.size(1) > 0, "{}: layer norm of {} (expected rows [N, C])", ex.who, x.shape().str());
 }
 
-[[noreturn]] void no_cuda_kernel(const char* direction, const Tensor& t, const Exec& ex) {
-  LS_THROW("{}: layer norm {} has no CUDA kernel yet (tensors on {})", ex.who, direction, t.device().str());
-}
-
 }  // namespace
 
 void layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y, Tensor& mean,
@@ -41,7 +37,7 @@ void layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias
   const int64_t n = x.size(0), c = x.size(1);
   require_vector(weight, c, x.device(), "weight", ex);
   require_vector(bias, c, x.device(), "bias", ex);
-  if (on_gpu(x, ex)) no_cuda_kernel("forward", x, ex);
+  require_cpu_kernel(x, "layer norm forward", ex);
   ensure_scratch(mean, n, DType::F32, x.device(), ex);
   ensure_scratch(rstd, n, DType::F32, x.device(), ex);
   layernorm_forward_cpu(n, c, x.data<float>(), weight.data<float>(), bias.data<float>(), eps, y.data<float>(),
@@ -60,7 +56,7 @@ void layernorm_backward(const Tensor& x, const Tensor& weight, const Tensor& mea
   require_stats(rstd, n, x.device(), "rstd", ex);
   require_vector(dweight, c, x.device(), "weight gradient", ex);
   require_vector(dbias, c, x.device(), "bias gradient", ex);
-  if (on_gpu(x, ex)) no_cuda_kernel("backward", x, ex);
+  require_cpu_kernel(x, "layer norm backward", ex);
   layernorm_backward_cpu(n, c, x.data<float>(), weight.data<float>(), mean.data<float>(), rstd.data<float>(),
                          dy.data<float>(), dx ? dx->data<float>() : nullptr, dweight.data<float>(),
                          dbias.data<float>(), accumulate);

@@ -26,6 +26,12 @@ cuda::Context& gpu_context(const Exec& ex) {
   return *ex.gpu;
 }
 
+void require_cpu_kernel(const Tensor& t, const char* op, const Exec& ex) {
+  if (t.device().is_cuda())
+    LS_THROW("{}: {} has no CUDA kernel yet (tensors on {}); it runs on the CPU only", ex.who, op, t.device().str());
+  on_gpu(t, ex);
+}
+
 bool on_gpu(const Tensor& t, const Exec& ex) {
   if (t.device().is_cuda()) {
 #ifdef LOCKSTEP_HAVE_CUDA

@@ -19,6 +19,9 @@ cuda::Context& gpu_context(const Exec& ex);
 // For the dispatch files: true when `t` is on a GPU (throws in a build without
 // CUDA); a CPU tensor must be fp32 (the CPU kernels' type).
 bool on_gpu(const Tensor& t, const Exec& ex);
+// For families with CPU kernels only: throws, naming `op` ("layer norm
+// forward"), when `t` is on a GPU; otherwise on_gpu's check of a CPU tensor.
+void require_cpu_kernel(const Tensor& t, const char* op, const Exec& ex);
 // Throws unless a and b have the same numel, dtype and device.
 void require_same(const Tensor& a, const Tensor& b, const Exec& ex);
 
