@@ -13,6 +13,7 @@ std::string_view name(DatasetKind d) {
   return d == DatasetKind::MnistFormat ? "mnist-format"
          : d == DatasetKind::Cifar10   ? "cifar10"
          : d == DatasetKind::Synthetic ? "synthetic"
+         : d == DatasetKind::Tokens    ? "tokens"
                                        : "fashion-mnist";
 }
 std::string_view name(LayoutChoice l) { return l == LayoutChoice::Nchw ? "nchw" : l == LayoutChoice::Nhwc ? "nhwc" : "auto"; }

@@ -16,7 +16,7 @@ enum class DeviceKind { Auto, Cpu, Cuda };  // Auto: only until parse_train_opti
 enum class Precision { F32, BF16, F16 };
 enum class GpuComm { Auto, Nccl, Mpi };
 enum class GradOp { Average, Sum };
-enum class DatasetKind { FashionMnist, MnistFormat, Cifar10, Synthetic };
+enum class DatasetKind { FashionMnist, MnistFormat, Cifar10, Synthetic, Tokens };
 enum class LayoutChoice { Auto, Nchw, Nhwc };  // Auto: only until parse_train_options resolves it
 enum class GradCompression { None, F16, BF16 };
 // --overlap, --hierarchical-allreduce and --progress; what Auto chooses is
@@ -32,7 +32,7 @@ std::string_view name(DeviceKind d);  // "auto", "cpu", "cuda"
 std::string_view name(Precision p);   // "fp32", "bf16", "fp16"
 std::string_view name(GpuComm c);     // "auto", "nccl", "mpi"
 std::string_view name(GradOp g);      // "average", "sum"
-std::string_view name(DatasetKind d);  // "fashion-mnist", "mnist-format", "cifar10", "synthetic"
+std::string_view name(DatasetKind d);  // "fashion-mnist", "mnist-format", "cifar10", "synthetic", "tokens"
 std::string_view name(LayoutChoice l);  // "auto", "nchw", "nhwc"
 std::string_view name(GradCompression g);  // "none", "fp16", "bf16"
 std::string_view name(Switch s);          // "auto", "on", "off"

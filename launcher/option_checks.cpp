@@ -50,6 +50,15 @@ void check_option_combinations(const TrainConfig& c) {
   LS_CHECK_INPUT(!c.nesterov || c.momentum > 0.f, "--nesterov needs --momentum > 0");
   LS_CHECK_INPUT(c.lr_schedule != LrScheduleKind::Step || c.lr_step_epochs > 0.f,
                  "--lr-schedule step needs --lr-step-epochs > 0");
+  LS_CHECK_INPUT(c.warmup_steps == 0 || c.warmup_epochs == 0.f,
+                 "--warmup-steps and --warmup-epochs: give the warmup's length once");
+  LS_CHECK_INPUT(c.min_lr == 0.f || c.lr_schedule == LrScheduleKind::Cosine, "--min-lr needs --lr-schedule cosine");
+  LS_CHECK_INPUT(c.min_lr < c.lr, "--min-lr {} must be below --lr {}", c.min_lr, c.lr);
+  LS_CHECK_INPUT(c.dataset != DatasetKind::Tokens || c.augment != Augment::CropFlip,
+                 "--augment crop-flip and --dataset tokens: crops and flips are for images");
+  LS_CHECK_INPUT(c.dataset != DatasetKind::Tokens || c.data_dir != kFashionMnistDir,
+                 "--dataset tokens needs --data-dir: the directory of llm.c token shards (*train*.bin, *val*.bin; "
+                 "scripts/data/prepare_austen.sh makes some)");
   LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
   LS_CHECK_INPUT(c.dataset != DatasetKind::Cifar10 || c.data_dir != kFashionMnistDir,

@@ -25,24 +25,12 @@
 #include "data/mnist.h"
 #include "device_check.h"
 #include "job_control.h"
+#include "option_values.h"
 #include "registry.h"
 
 extern char** environ;
 
 namespace lockstep {
-namespace {
-
-constexpr const char* kEnvPrefix = "LOCKSTEP_";
-// LOCKSTEP_* variables that are not options: set by lockstep-run for its
-// ranks, and by the kernel choice for the process it re-executes.
-constexpr std::array<const char*, 2> kInternalVariables = {kRunControlVariable, kBlasChoiceVariable};
-
-// "fusion-threshold-mb" -> "LOCKSTEP_FUSION_THRESHOLD_MB"
-std::string env_name(const std::string& flag) {
-  std::string s = kEnvPrefix;
-  for (char c : flag) s += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 int64_t to_int(const std::string& flag, const std::string& text) {
   int64_t v = 0;
@@ -59,6 +47,20 @@ float to_float(const std::string& flag, const std::string& text) {
   LS_CHECK_INPUT(!text.empty() && end == text.c_str() + text.size() && errno == 0 && std::isfinite(v),
                  "--{}: '{}' is not a finite number", flag, text);
   return v;
+}
+
+namespace {
+
+constexpr const char* kEnvPrefix = "LOCKSTEP_";
+// LOCKSTEP_* variables that are not options: set by lockstep-run for its
+// ranks, and by the kernel choice for the process it re-executes.
+constexpr std::array<const char*, 2> kInternalVariables = {kRunControlVariable, kBlasChoiceVariable};
+
+// "fusion-threshold-mb" -> "LOCKSTEP_FUSION_THRESHOLD_MB"
+std::string env_name(const std::string& flag) {
+  std::string s = kEnvPrefix;
+  for (char c : flag) s += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
 }
 
 std::vector<int64_t> to_shape(const std::string& flag, const std::string& text) {
@@ -85,7 +87,8 @@ cxxopts::Options make_options() {
   for (const auto& m : models::model_names()) models += (models.empty() ? "" : ", ") + m;
   o.add_options("model and data")
       ("model", "model: " + models, s(d.model))
-      ("dataset", "fashion-mnist, mnist-format (any MNIST-style IDX directory), cifar10 (binary format) or synthetic",
+      ("dataset", "fashion-mnist, mnist-format (any MNIST-style IDX directory), cifar10 (binary format), tokens "
+       "(llm.c's token shards: --data-dir's *train*.bin and *val*.bin) or synthetic",
        s(std::string(name(d.dataset))))
       ("data-dir", "directory of the IDX files (cifar10: of data_batch_1.bin ... data_batch_5.bin, test_batch.bin)",
        s(kFashionMnistDir))
@@ -212,6 +215,7 @@ cxxopts::Options make_options() {
        cxxopts::value<bool>()->default_value("false"))
       ("h,help", "print this help")
       ("version", "print the version");
+  add_sequence_options(o, d);
   return o;
 }
 
@@ -414,7 +418,8 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(std::find(known.begin(), known.end(), c.model) != known.end(), "--model: '{}' is unknown (known: {})",
                  c.model, fmt::join(known, ", "));
   c.dataset = parse_choice("dataset", str("dataset"), {DatasetKind::FashionMnist, DatasetKind::MnistFormat,
-                                                        DatasetKind::Cifar10, DatasetKind::Synthetic});
+                                                        DatasetKind::Cifar10, DatasetKind::Synthetic,
+                                                        DatasetKind::Tokens});
   c.data_dir = str("data-dir");
   c.augment = parse_choice("augment", str("augment"), {Augment::Auto, Augment::None, Augment::CropFlip});
   // Synthetic samples take the model's input shape and class count unless
@@ -422,7 +427,12 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   const models::ModelInfo& info = models::model_info(c.model);
   constexpr int64_t kMaxSample = 1 << 24;
   c.image_size = non_negative("image-size");
-  if (r.count("synthetic-shape")) {
+  if (info.tokens) {  // synthetic data is random tokens, shaped by --seq-len and --vocab-size
+    LS_CHECK_INPUT(!r.count("synthetic-shape") && !r.count("synthetic-classes") && c.image_size == 0,
+                   "--model {} reads token sequences: --synthetic-shape, --synthetic-classes and --image-size shape "
+                   "images (--seq-len and --vocab-size shape its synthetic tokens)", c.model);
+    c.synthetic_shape.clear();
+  } else if (r.count("synthetic-shape")) {
     c.synthetic_shape = to_shape("synthetic-shape", str("synthetic-shape"));
   } else {
     c.synthetic_shape = {info.default_shape[0], info.default_shape[1], info.default_shape[2]};
@@ -436,13 +446,13 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   }
   // Each product is checked before the next, so none can overflow.
   const auto& shape = c.synthetic_shape;
-  LS_CHECK_INPUT(shape.size() == 3 && shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[0] <= kMaxSample &&
-                     shape[1] <= kMaxSample && shape[2] <= kMaxSample && shape[0] * shape[1] <= kMaxSample &&
-                     shape[0] * shape[1] * shape[2] <= kMaxSample,
+  LS_CHECK_INPUT(info.tokens || (shape.size() == 3 && shape[0] > 0 && shape[1] > 0 && shape[2] > 0 &&
+                                 shape[0] <= kMaxSample && shape[1] <= kMaxSample && shape[2] <= kMaxSample &&
+                                 shape[0] * shape[1] <= kMaxSample && shape[0] * shape[1] * shape[2] <= kMaxSample),
                  "--synthetic-shape: '{}' must be three positive extents C,H,W", str("synthetic-shape"));
   c.synthetic_classes = r.count("synthetic-classes") ? i64("synthetic-classes") : info.default_classes;
-  LS_CHECK_INPUT(c.synthetic_classes >= 2 && c.synthetic_classes <= 100000, "--synthetic-classes: {} must be in [2, 100000]",
-                 c.synthetic_classes);
+  LS_CHECK_INPUT(info.tokens || (c.synthetic_classes >= 2 && c.synthetic_classes <= 100000),
+                 "--synthetic-classes: {} must be in [2, 100000]", c.synthetic_classes);
   c.synthetic_samples = positive("synthetic-samples");
   // --benchmark: synthetic data unless --dataset says otherwise (check_option_combinations
   // refuses that), no evaluation, samples for the run's steps unless given.
@@ -569,6 +579,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
   c.progress = parse_choice("progress", str("progress"), {Switch::Auto, Switch::On, Switch::Off});
   c.log_level = one_of("log-level", str("log-level"), {"trace", "debug", "info", "warn", "error"});
   c.log_all_ranks = r["log-all-ranks"].as<bool>();
+  convert_sequence_options(r, c);
 }
 
 }  // namespace

@@ -34,6 +34,13 @@ struct TrainConfig {
   bool benchmark = false;  // synthetic data shaped for the model, no evaluation, images/s and ms per step at the end
   BenchmarkInput benchmark_input = BenchmarkInput::Loader;  // --benchmark: loader (a new batch each step) | fixed
                                                            // (one device batch)
+  // token sequences: --dataset tokens and the GPT-2 models (sequence_options.cpp)
+  int64_t vocab_size = 50257;  // tokens' vocabulary (GPT-2's BPE); the models' output size
+  int64_t seq_len = 0;         // tokens per sample; 0 until parsed: the model's context
+  int64_t n_layer = 0, n_head = 0, n_embd = 0;  // GPT-2 sizes replacing the model's (0 = keep)
+  std::string vocab_file;      // GPT-2's BPE ranks (gpt2.tiktoken) for --sample-tokens and --prompt
+  int64_t sample_tokens = 0;   // rank 0 generates this many tokens after training
+  std::string prompt;          // the text that sample continues
   // schedule
   int64_t epochs = 10;
   int64_t max_steps = 0;  // 0 = no limit
@@ -51,6 +58,9 @@ struct TrainConfig {
   float weight_decay = 0.f;
   LrScheduleKind lr_schedule = LrScheduleKind::Constant;  // constant | step | cosine
   float warmup_epochs = 0.f;
+  int64_t warmup_steps = 0;    // beside --warmup-epochs: optimizer steps of linear warmup
+  float min_lr = 0.f;          // cosine schedule's floor
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam / adamw
   float lr_step_epochs = 0.f;  // step schedule: decay every this many epochs
   float lr_gamma = 0.1f;
   // The large-batch recipe (launcher/recipe.h)

@@ -26,6 +26,9 @@ OptimizerConfig optimizer_config(const TrainConfig& c) {
   oc.nesterov = c.nesterov;
   oc.weight_decay = c.weight_decay;
   oc.decay_all = c.decay_bn_bias;
+  oc.beta1 = c.beta1;
+  oc.beta2 = c.beta2;
+  oc.eps = c.eps;
   return oc;
 }
 
@@ -33,7 +36,10 @@ LrSchedule make_lr_schedule(const TrainConfig& c, int64_t global_batch, int64_t 
   LrSchedule s;
   s.kind = name(c.lr_schedule);
   s.base_lr = effective_lr(c, global_batch);
-  s.warmup_steps = static_cast<int64_t>(std::llround(c.warmup_epochs * static_cast<double>(steps_per_epoch)));
+  s.warmup_steps = c.warmup_steps > 0
+                       ? c.warmup_steps
+                       : static_cast<int64_t>(std::llround(c.warmup_epochs * static_cast<double>(steps_per_epoch)));
+  s.min_lr = c.min_lr;
   if (c.lr_scaling == LrScaling::Linear && s.warmup_steps > 0 && c.lr < s.base_lr) s.warmup_start_lr = c.lr;
   s.total_steps = total_steps;
   s.step_every = static_cast<int64_t>(std::llround(c.lr_step_epochs * static_cast<double>(steps_per_epoch)));

@@ -26,6 +26,7 @@
 #include "data/loader.h"
 #include "data/mnist.h"
 #include "data/synthetic.h"
+#include "data/token_dataset.h"
 #include "device_options.h"
 #include "metrics.h"
 #include "nn/loss.h"
@@ -91,7 +92,16 @@ void Trainer::setup() {
   // Not larger by default: the activation plan grows to the largest batch seen and stays (resnet50: 80 MB a sample).
   eval_batch_ = c_.eval_batch_size > 0 ? c_.eval_batch_size : micro_batch_;
 
-  if (c_.dataset == DatasetKind::Synthetic) {
+  if (c_.dataset == DatasetKind::Tokens) {
+    TokenSplits s = load_token_shards(c_.data_dir, c_.seq_len, c_.vocab_size);
+    train_ = std::move(s.train);
+    test_ = std::move(s.val);
+  } else if (c_.dataset == DatasetKind::Synthetic && models::model_info(c_.model).tokens) {
+    const int64_t windows = c_.synthetic_samples > 0 ? c_.synthetic_samples : benchmark_samples(c_, global_batch_);
+    train_ = random_tokens("synthetic-train", windows, c_.seq_len, c_.vocab_size, c_.seed);
+    test_ = random_tokens("synthetic-val", std::max(windows / 6, std::min(eval_batch_, windows)), c_.seq_len,
+                          c_.vocab_size, c_.seed);
+  } else if (c_.dataset == DatasetKind::Synthetic) {
     const Shape shape{c_.synthetic_shape[0], c_.synthetic_shape[1], c_.synthetic_shape[2]};
     const int64_t samples = c_.synthetic_samples > 0 ? c_.synthetic_samples : benchmark_samples(c_, global_batch_);
     train_ = std::make_unique<SyntheticDataset>("synthetic", shape, c_.synthetic_classes, samples, c_.seed);
@@ -108,7 +118,7 @@ void Trainer::setup() {
     test_ = std::move(s.test);
   }
 
-  const models::ModelSpec spec{train_->sample_shape(), train_->num_classes()};
+  const models::ModelSpec spec{train_->sample_shape(), train_->num_classes(), c_.n_layer, c_.n_head, c_.n_embd};
   model_ = models::build_model(c_.model, spec, c_.seed);
   opt_ = make_optimizer(model_->params(), optimizer_config(c_));
   LS_CHECK(c_.layout != LayoutChoice::Auto, "--layout auto: not resolved (parse_train_options resolves it)");
@@ -297,7 +307,7 @@ EvalResult Trainer::evaluate() {
   for (int64_t k = 0; k < eval_sampler_->batches(); ++k) {
     const Batch& hb = loader.next();
     const Batch& b = dev_ ? dev_->upload(hb) : hb;
-    const Tensor& logits = model_->net().forward(b.images, ForwardContext{false, c_.seed, k, 0, nullptr, gpu()});
+    const Tensor& logits = model_->net().forward(b.inputs, ForwardContext{false, c_.seed, k, 0, nullptr, gpu()});
     acc.add(logits, b.labels, 0.f, gpu());
   }
   Sums sums;
@@ -329,7 +339,7 @@ void Trainer::check_loss(const LossAccumulator& train_loss) {
 
 void Trainer::forward_backward(Sequential& net, const Batch& b, const ForwardContext& fctx, int micro,
                                LossAccumulator& train_loss, float batch_mean, bool check) {
-  const Tensor& logits = net.forward(b.images, fctx);
+  const Tensor& logits = net.forward(b.inputs, fctx);
   train_loss.add(logits, b.labels, c_.label_smoothing, gpu());
   if (check) check_loss(train_loss);
   Tensor dlogits = net.output_grad();
@@ -357,11 +367,11 @@ void Trainer::train_step(Sequential& net, PrefetchLoader& loader, LossAccumulato
     ForwardContext fctx{true, c_.seed, progress_.step, sampler_->shard_offset(0), bn_sync_.get(), gpu()};
     fctx.step_dev = sp.step;
     // Queued work only, no host reads: the loss check follows the step.
-    const auto how = dev_->run_step(b.images.raw_data(), [&] {
+    const auto how = dev_->run_step(b.inputs.raw_data(), [&] {
       forward_backward(net, b, fctx, 0, train_loss, batch_mean, false);
       dopt_->step(lr);
     });
-    if (how == DeviceRuntime::StepRun::Replayed) train_loss.count_replayed(b.labels.size(0));
+    if (how == DeviceRuntime::StepRun::Replayed) train_loss.count_replayed(b.labels.numel());
     if (check) check_loss(train_loss);
     return;
   }
@@ -461,7 +471,8 @@ TrainSummary Trainer::run_steps() {
   std::vector<double> train_times, test_times;
   std::vector<int64_t> epoch_numbers;
   const int epoch_digits = static_cast<int>(std::to_string(epochs_).size());
-  const float batch_mean = 1.f / static_cast<float>(micro_batch_ * K);
+  // The mean over the step's targets: samples, or every position of each sequence.
+  const float batch_mean = 1.f / static_cast<float>(micro_batch_ * K * train_->targets_per_sample());
   // On the GPU the sums stay on the device until read; one accumulator for the
   // whole run (reset each epoch), so a captured step's pointers into it hold.
   LossAccumulator train_loss;
@@ -495,7 +506,7 @@ TrainSummary Trainer::run_steps() {
       augment = [this, epoch, shape = train_->sample_shape()](int64_t, std::span<const int64_t> idx, float* images) {
         crop_flip_batch(images, idx, shape, c_.seed, epoch);
       };
-    if (!fixed_batch_.images.defined()) {
+    if (!fixed_batch_.inputs.defined()) {
       loader.begin(
           steps_now * K,
           [&](int64_t k, std::vector<int64_t>& out) {

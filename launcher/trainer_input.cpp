@@ -7,7 +7,7 @@
 namespace lockstep {
 
 const Batch& Trainer::next_batch(PrefetchLoader& loader) {
-  if (fixed_batch_.images.defined()) return fixed_batch_;
+  if (fixed_batch_.inputs.defined()) return fixed_batch_;
   const Batch& hb = loader.next();
   return dev_ ? dev_->upload(hb) : hb;  // GPU: queued copy on the copy stream
 }
@@ -18,7 +18,7 @@ void Trainer::make_fixed_batch(PrefetchLoader& loader) {
   });
   const Batch& hb = loader.next();
   const std::shared_ptr<Allocator> where = dev_ ? dev_->device_allocator() : cpu_allocator();
-  fixed_batch_ = Batch{hb.images.to(where), hb.labels.to(where), 0};
+  fixed_batch_ = Batch{hb.inputs.to(where), hb.labels.to(where), 0};
 }
 
 }  // namespace lockstep

@@ -17,6 +17,12 @@ const std::vector<ModelInfo>& registry() {
        Shape{3, 32, 32}, 10},
       {"resnet50", "ResNet-50 v1.5: 4 stages of 3/4/6/3 bottleneck blocks, batch norm (224x224x3, 1000 classes)",
        build_resnet50, Shape{3, 224, 224}, 1000},
+      {"gpt2", "GPT-2 small (124M): 12 layers, 12 heads, 768 channels, context 1024, tied embeddings", build_gpt2,
+       Shape{1024}, kGpt2Vocab, true},
+      {"gpt2-medium", "GPT-2 medium (350M): 24 layers, 16 heads, 1024 channels, context 1024", build_gpt2_medium,
+       Shape{1024}, kGpt2Vocab, true},
+      {"gpt2-tiny", "GPT-2 for the CPU and tests: 4 layers, 4 heads, 256 channels, context 256", build_gpt2_tiny,
+       Shape{256}, kGpt2Vocab, true},
   };
   return models;
 }
@@ -36,6 +42,10 @@ const ModelInfo& model_info(const std::string& name) {
 std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spec, uint64_t seed) {
   for (const auto& m : registry()) {
     if (m.name != name) continue;
+    const bool token_data = spec.sample_shape.rank() == 1;
+    LS_CHECK_INPUT(m.tokens == token_data, "--model {} reads {}, the data holds {} of shape {}", name,
+                   m.tokens ? "token sequences" : "images", token_data ? "token sequences" : "images",
+                   spec.sample_shape.str());
     Sequential net;
     try {  // the sample shape comes from the data: a layer that cannot take it is bad input
       net = m.build(spec);

@@ -12,8 +12,10 @@
 namespace lockstep::models {
 
 struct ModelSpec {
-  Shape sample_shape{1, 28, 28};  // [C, H, W]
-  int64_t num_classes = 10;
+  Shape sample_shape{1, 28, 28};  // [C, H, W] images, or [T] tokens
+  int64_t num_classes = 10;       // classes, or the tokens' vocabulary
+  // Transformers: layers, heads and channels replacing the model's own (0: keep).
+  int64_t n_layer = 0, n_head = 0, n_embd = 0;
 };
 
 using Builder = Sequential (*)(const ModelSpec&);
@@ -26,6 +28,9 @@ struct ModelInfo {
   // feeds it as synthetic data (--image-size changes H and W).
   Shape default_shape{1, 28, 28};
   int64_t default_classes = 10;
+  // The model reads int32 token sequences [T] (default_shape: [context],
+  // default_classes: GPT-2's vocabulary), not fp32 images.
+  bool tokens = false;
 };
 
 const std::vector<ModelInfo>& registry();
@@ -45,6 +50,12 @@ Sequential build_resnet20(const ModelSpec& spec);
 Sequential build_resnet32(const ModelSpec& spec);
 Sequential build_resnet56(const ModelSpec& spec);
 Sequential build_resnet50(const ModelSpec& spec);
+Sequential build_gpt2(const ModelSpec& spec);
+Sequential build_gpt2_medium(const ModelSpec& spec);
+Sequential build_gpt2_tiny(const ModelSpec& spec);
+
+// GPT-2's BPE vocabulary: 50,256 merges and <|endoftext|>.
+inline constexpr int64_t kGpt2Vocab = 50257;
 
 // Flattened feature count after the layers added so far, for sizing the first Linear.
 int64_t flat_features(const Sequential& net, const ModelSpec& spec);

@@ -24,7 +24,8 @@ Shape InMemoryDataset::sample_shape() const {
   return Shape{images_.size(1), images_.size(2), images_.size(3)};
 }
 
-void InMemoryDataset::fill(std::span<const int64_t> indices, float* images, int32_t* labels) const {
+void InMemoryDataset::fill(std::span<const int64_t> indices, void* inputs, int32_t* labels) const {
+  auto* images = static_cast<float*>(inputs);
   const int64_t per = images_.numel() / std::max<int64_t>(images_.size(0), 1);
   const uint8_t* src = images_.data<uint8_t>();
   const int32_t* lab = labels_.data<int32_t>();

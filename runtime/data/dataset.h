@@ -1,6 +1,7 @@
-// Dataset interface: a fixed number of labelled samples, each a float tensor of
-// sample_shape() ([C, H, W]). fill() writes a batch of samples given their
-// indices; it must be safe to call from the loader's prefetch thread.
+// Dataset interface: a fixed number of labelled samples, each a tensor of
+// sample_shape() in input_dtype(): fp32 images [C, H, W], or int32 tokens [T]
+// whose targets are the next T tokens. fill() writes a batch of samples given
+// their indices; it must be safe to call from the loader's prefetch thread.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,13 @@ class Dataset {
   virtual int64_t size() const = 0;
   virtual Shape sample_shape() const = 0;
   virtual int64_t num_classes() const = 0;
-  // images: indices.size() * sample numel floats; labels: indices.size() ints.
-  virtual void fill(std::span<const int64_t> indices, float* images, int32_t* labels) const = 0;
+  // The element type of a sample: F32 (images) or I32 (tokens).
+  virtual DType input_dtype() const { return DType::F32; }
+  // Targets per sample: one class label, or T next tokens.
+  virtual int64_t targets_per_sample() const { return 1; }
+  // inputs: indices.size() * sample numel elements of input_dtype();
+  // labels: indices.size() * targets_per_sample() ints.
+  virtual void fill(std::span<const int64_t> indices, void* inputs, int32_t* labels) const = 0;
   // How raw pixels in [0, 1] become model inputs ((x - mean) / std); identity if none.
   virtual std::pair<float, float> input_normalization() const { return {0.f, 1.f}; }
 };
@@ -41,7 +47,7 @@ class InMemoryDataset final : public Dataset {
   int64_t size() const override { return images_.size(0); }
   Shape sample_shape() const override;
   int64_t num_classes() const override { return num_classes_; }
-  void fill(std::span<const int64_t> indices, float* images, int32_t* labels) const override;
+  void fill(std::span<const int64_t> indices, void* inputs, int32_t* labels) const override;
 
   std::pair<float, float> input_normalization() const override { return {norm_.mean, norm_.std}; }
   // Mean and standard deviation of all pixels, scaled to [0, 1].

@@ -18,9 +18,14 @@ PrefetchLoader::PrefetchLoader(const Dataset& data, int64_t max_batch, int depth
   std::vector<int64_t> d{max_batch};
   const Shape sample = data.sample_shape();  // named: a range-for over a temporary's dims() would dangle
   for (int64_t e : sample.dims()) d.push_back(e);
+  const int64_t targets = data.targets_per_sample();
+  LS_CHECK(targets >= 1, "{}: {} targets per sample", data.name(), targets);
+  LS_CHECK(data.input_dtype() == DType::F32 || data.input_dtype() == DType::I32, "{}: {} inputs (F32 or I32)",
+           data.name(), dtype_name(data.input_dtype()));
+  const Shape labels = targets == 1 ? Shape{max_batch} : Shape{max_batch, targets};
   for (int i = 0; i < depth; ++i)
-    slots_.push_back({Tensor::zeros(Shape(std::span<const int64_t>(d)), DType::F32, host),
-                      Tensor::zeros(Shape{max_batch}, DType::I32, host), 0});
+    slots_.push_back({Tensor::zeros(Shape(std::span<const int64_t>(d)), data.input_dtype(), host),
+                      Tensor::zeros(labels, DType::I32, host), 0});
   part_errors_.resize(static_cast<size_t>(workers));
   for (int p = 1; p < workers; ++p) helpers_.emplace_back([this, p] { help(p); });
   thread_ = std::thread([this] { run(); });
@@ -65,7 +70,7 @@ const Batch& PrefetchLoader::next() {
   if (error_ && produced_ < consumed_) std::rethrow_exception(error_);
   const int64_t k = consumed_ - 1;
   const Batch& slot = slots_[static_cast<size_t>(k % depth_)];
-  current_.images = slot.images.narrow_rows(slot.index);  // index holds the filled count
+  current_.inputs = slot.inputs.narrow_rows(slot.index);  // index holds the filled count
   current_.labels = slot.labels.narrow_rows(slot.index);
   current_.index = k;
   return current_;
@@ -119,9 +124,14 @@ void PrefetchLoader::assemble_part(const Job& job, int p) const {
   if (b == e) return;
   const int64_t per = data_.sample_shape().numel();
   const std::span<const int64_t> part = job.indices.subspan(static_cast<size_t>(b), static_cast<size_t>(e - b));
-  float* images = job.slot->images.data<float>() + b * per;
-  data_.fill(part, images, job.slot->labels.data<int32_t>() + b);
-  if (job.transform) (*job.transform)(job.k, part, images);
+  // Both input types are 4 bytes an element (float images, int32 tokens).
+  auto* inputs = static_cast<std::byte*>(job.slot->inputs.raw_data()) + b * per * 4;
+  data_.fill(part, inputs, job.slot->labels.data<int32_t>() + b * data_.targets_per_sample());
+  if (job.transform) {
+    LS_CHECK(job.slot->inputs.dtype() == DType::F32, "{}: a transform edits images, not {}", data_.name(),
+             dtype_name(job.slot->inputs.dtype()));
+    (*job.transform)(job.k, part, reinterpret_cast<float*>(inputs));
+  }
 }
 
 void PrefetchLoader::assemble(const Job& job) {

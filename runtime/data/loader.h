@@ -34,10 +34,10 @@
 namespace lockstep {
 
 struct Batch {
-  Tensor images;  // [n, C, H, W] fp32
-  Tensor labels;  // [n] int32
+  Tensor inputs;  // [n, C, H, W] fp32 images, or [n, T] int32 tokens
+  Tensor labels;  // [n] int32 classes, or [n, T] int32 next tokens
   int64_t index = 0;  // position in the sequence
-  int64_t size() const { return labels.numel(); }
+  int64_t size() const { return labels.size(0); }  // samples
 };
 
 class PrefetchLoader {

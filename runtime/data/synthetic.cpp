@@ -32,7 +32,8 @@ SyntheticDataset::SyntheticDataset(std::string name, Shape sample_shape, int64_t
                  sample_shape.str());
 }
 
-void SyntheticDataset::fill(std::span<const int64_t> indices, float* images, int32_t* labels) const {
+void SyntheticDataset::fill(std::span<const int64_t> indices, void* inputs, int32_t* labels) const {
+  auto* images = static_cast<float*>(inputs);
   const int64_t per = shape_.numel();
   const uint64_t label_key = rng_key(seed_, fnv1a("synthetic-label"));
   const uint64_t noise_key = rng_key(seed_, fnv1a("synthetic-noise"));

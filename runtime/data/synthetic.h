@@ -17,7 +17,7 @@ class SyntheticDataset final : public Dataset {
   int64_t size() const override { return size_; }
   Shape sample_shape() const override { return shape_; }
   int64_t num_classes() const override { return classes_; }
-  void fill(std::span<const int64_t> indices, float* images, int32_t* labels) const override;
+  void fill(std::span<const int64_t> indices, void* inputs, int32_t* labels) const override;
 
  private:
   std::string name_;

@@ -79,7 +79,7 @@ struct DeviceRuntime::Impl {
   }
 
   struct Slot {
-    Tensor images, labels;  // device memory, grown to the largest batch
+    Tensor inputs, labels;  // device memory, grown to the largest batch
     cuda::Event copied;     // on the copy stream: the batch is on the device
     cuda::Event consumed;   // on the compute stream: the last work reading the slot is queued before it
     bool recorded = false;  // consumed has been recorded at least once
@@ -151,25 +151,26 @@ const Batch& DeviceRuntime::upload(const Batch& host) {
     prev.recorded = true;
   }
   Impl::Slot& s = m.slots[m.next];
-  const bool grow_images = !s.images.defined() || s.images.numel() < host.images.numel();
+  const bool grow_inputs = !s.inputs.defined() || s.inputs.numel() < host.inputs.numel() ||
+                           s.inputs.dtype() != host.inputs.dtype();  // images fp32, tokens int32
   const bool grow_labels = !s.labels.defined() || s.labels.numel() < host.labels.numel();
-  if (grow_images || grow_labels) {
+  if (grow_inputs || grow_labels) {
     m.ctx.synchronize();  // the old blocks may still be read by queued work
-    if (grow_images) s.images = Tensor::zeros(Shape{host.images.numel()}, DType::F32, m.ctx.allocator());
+    if (grow_inputs) s.inputs = Tensor::zeros(Shape{host.inputs.numel()}, host.inputs.dtype(), m.ctx.allocator());
     if (grow_labels) s.labels = Tensor::zeros(Shape{host.labels.numel()}, DType::I32, m.ctx.allocator());
     // The allocator zero-fills on the compute stream; the copy below runs on
     // the copy stream: let the fill finish first.
     m.ctx.synchronize();
   }
   if (s.recorded) s.consumed.wait_on(m.copy_stream);
-  LS_CUDA_CHECK(cudaMemcpyAsync(s.images.raw_data(), host.images.raw_data(), host.images.nbytes(),
+  LS_CUDA_CHECK(cudaMemcpyAsync(s.inputs.raw_data(), host.inputs.raw_data(), host.inputs.nbytes(),
                                 cudaMemcpyHostToDevice, m.copy_stream.get()));
   LS_CUDA_CHECK(cudaMemcpyAsync(s.labels.raw_data(), host.labels.raw_data(), host.labels.nbytes(),
                                 cudaMemcpyHostToDevice, m.copy_stream.get()));
   s.copied.record(m.copy_stream);
   s.copied.wait_on(compute);
   s.copied.synchronize();  // the host slot has been read: the loader may refill it
-  m.current.images = s.images.slice(0, host.images.shape());
+  m.current.inputs = s.inputs.slice(0, host.inputs.shape());
   m.current.labels = s.labels.slice(0, host.labels.shape());
   m.current.index = host.index;
   m.next ^= 1;

@@ -2,18 +2,23 @@
 // device-neutral op (ops/embedding/embedding.h).
 #include "nn/embedding.h"
 
+#include <algorithm>
+
 #include "ops/embedding/embedding.h"
 
 namespace lockstep {
 
-Embedding::Embedding(int64_t vocab, int64_t max_seq, int64_t channels)
-    : vocab_(vocab), max_seq_(max_seq), c_(channels) {
+Embedding::Embedding(int64_t vocab, int64_t max_seq, int64_t channels, int64_t table_rows)
+    : vocab_(vocab), rows_(table_rows > 0 ? table_rows : vocab), max_seq_(max_seq), c_(channels) {
   LS_CHECK(vocab_ > 0 && max_seq_ > 0 && c_ > 0, "Embedding(vocab={}, max_seq={}, channels={}): sizes must be positive",
            vocab_, max_seq_, c_);
+  LS_CHECK(rows_ >= vocab_, "Embedding: a table of {} rows for a vocabulary of {}", rows_, vocab_);
   name_ = describe();
 }
 
 std::string Embedding::describe() const {
+  if (rows_ != vocab_)
+    return fmt::format("Embedding(vocab={} padded to {}, max_seq={}, channels={})", vocab_, rows_, max_seq_, c_);
   return fmt::format("Embedding(vocab={}, max_seq={}, channels={})", vocab_, max_seq_, c_);
 }
 
@@ -24,12 +29,14 @@ Shape Embedding::output_shape(const Shape& in) const {
 }
 
 void Embedding::declare(ParameterStore& store, const std::string& prefix) {
-  wte_ = store.declare(prefix + "wte", Shape{vocab_, c_});
+  wte_ = store.declare(prefix + "wte", Shape{rows_, c_});
   wpe_ = store.declare(prefix + "wpe", Shape{max_seq_, c_});
 }
 
 void Embedding::init(Rng& rng) {
-  for (float& v : wte_->value.span<float>()) v = 0.02f * rng.normal();
+  const std::span<float> wte = wte_->value.span<float>();
+  for (int64_t i = 0; i < vocab_ * c_; ++i) wte[static_cast<size_t>(i)] = 0.02f * rng.normal();
+  std::fill(wte.begin() + vocab_ * c_, wte.end(), 0.f);  // padding rows: never read, never trained
   for (float& v : wpe_->value.span<float>()) v = 0.02f * rng.normal();
 }
 

@@ -47,6 +47,11 @@ void Linear::declare(ParameterStore& store, const std::string& prefix) {
 }
 
 void Linear::init(Rng& rng) {
+  if (normal_std_ > 0.f) {
+    for (float& v : w_->value.span<float>()) v = normal_std_ * rng.normal();
+    if (b_) b_->value.zero();
+    return;
+  }
   const float bound = 1.f / std::sqrt(static_cast<float>(in_));
   uniform_init(w_->value, rng, bound);
   if (b_) uniform_init(b_->value, rng, bound);

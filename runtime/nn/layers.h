@@ -32,10 +32,17 @@ class Linear final : public Module {
   int64_t forward_flops(const Shape& in) const override { return 2 * (in.numel() / in_) * in_ * out_; }
   bool fuse_relu(bool on) override { return relu_ = on; }
   bool backward_reads_output() const override { return relu_; }
+  // init() draws the weight from normal(0, std) and zeroes the bias (GPT-2's
+  // initialisation) instead of PyTorch's uniform(+-1/sqrt(in)) for both.
+  Linear& normal_init(float std) {
+    normal_std_ = std;
+    return *this;
+  }
 
  private:
   int64_t in_, out_;
   bool bias_;
+  float normal_std_ = 0.f;  // > 0: normal_init
   bool relu_ = false;  // fused ReLU on the output
   Parameter* w_ = nullptr;
   Parameter* b_ = nullptr;

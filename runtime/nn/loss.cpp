@@ -5,43 +5,51 @@
 
 namespace lockstep {
 namespace {
-void check(const Tensor& logits, const Tensor& labels) {
-  LS_CHECK(logits.rank() == 2 && labels.rank() == 1 && labels.size(0) == logits.size(0),
-           "cross-entropy expects logits [B, C] and labels [B], got {} and {}", logits.shape().str(),
-           labels.shape().str());
+// Logits [B, ..., C] and labels [B, ...] as the op's rows: [N, C] and [N].
+struct Rows {
+  Tensor logits, labels;
+};
+Rows rows(const Tensor& logits, const Tensor& labels) {
+  bool match = logits.rank() >= 2 && labels.rank() == logits.rank() - 1;
+  for (int d = 0; match && d < labels.rank(); ++d) match = labels.size(d) == logits.size(d);
+  LS_CHECK(match, "cross-entropy expects logits [B, ..., C] and labels [B, ...], got {} and {}",
+           logits.shape().str(), labels.shape().str());
   LS_CHECK(labels.device() == logits.device(), "cross-entropy: logits on {}, labels on {}", logits.device().str(),
            labels.device().str());
+  const int64_t c = logits.size(logits.rank() - 1);
+  return {logits.reshape(Shape{labels.numel(), c}), labels.reshape(Shape{labels.numel()})};
 }
 }  // namespace
 
 LossStats softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing) {
-  check(logits, labels);
+  const Rows r = rows(logits, labels);
   LS_CHECK(logits.device().is_cpu(), "softmax_cross_entropy: host tensors only (use LossAccumulator on {})",
            logits.device().str());
-  const ops::XentResult r =
-      ops::softmax_xent_forward(logits, labels, label_smoothing, nullptr, ops::Exec{nullptr, "softmax_cross_entropy"});
-  return {r.loss_sum, r.correct, logits.size(0)};
+  const ops::XentResult x = ops::softmax_xent_forward(r.logits, r.labels, label_smoothing, nullptr,
+                                                      ops::Exec{nullptr, "softmax_cross_entropy"});
+  return {x.loss_sum, x.correct, r.labels.numel()};
 }
 
 void softmax_cross_entropy_backward(const Tensor& logits, const Tensor& labels, float scale, Tensor& dlogits,
                                     float label_smoothing, cuda::Context* gpu, const float* loss_scale_dev) {
-  check(logits, labels);
+  const Rows r = rows(logits, labels);
   LS_CHECK(dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
            "dlogits {} on {} does not match logits {} on {}", dlogits.shape().str(), dlogits.device().str(),
            logits.shape().str(), logits.device().str());
   LS_CHECK(dlogits.dtype() == logits.dtype(), "cross-entropy: {} logits need {} dlogits, got {}",
            dtype_name(logits.dtype()), dtype_name(logits.dtype()), dtype_name(dlogits.dtype()));
-  ops::softmax_xent_backward(logits, labels, scale, loss_scale_dev, dlogits, label_smoothing,
+  Tensor d = dlogits.reshape(r.logits.shape());
+  ops::softmax_xent_backward(r.logits, r.labels, scale, loss_scale_dev, d, label_smoothing,
                              ops::Exec{gpu, "cross-entropy"});
 }
 
 void LossAccumulator::add(const Tensor& logits, const Tensor& labels, float label_smoothing, cuda::Context* gpu) {
-  check(logits, labels);
-  const ops::XentResult r =
-      ops::softmax_xent_forward(logits, labels, label_smoothing, &dev_, ops::Exec{gpu, "LossAccumulator"});
-  host_.loss_sum += r.loss_sum;  // GPU logits: zero here, the sums are in dev_
-  host_.correct += r.correct;
-  host_.count += logits.size(0);
+  const Rows r = rows(logits, labels);
+  const ops::XentResult x =
+      ops::softmax_xent_forward(r.logits, r.labels, label_smoothing, &dev_, ops::Exec{gpu, "LossAccumulator"});
+  host_.loss_sum += x.loss_sum;  // GPU logits: zero here, the sums are in dev_
+  host_.correct += x.correct;
+  host_.count += r.labels.numel();
 }
 
 LossStats LossAccumulator::read() const {

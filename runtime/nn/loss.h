@@ -1,6 +1,8 @@
 // Softmax cross-entropy loss on a batch of logits, with optional label
 // smoothing (target (1 - eps) * onehot + eps / C; eps in [0, 1), 0 = none).
 //   logits [B, C] fp32    labels [B] int32
+// or a sequence's: logits [B, T, V] and labels [B, T], each of the B*T
+// positions a sample (counted, summed and scaled as one).
 // Logits and labels on a GPU run on the context's stream, in the logits' type
 // (ops/loss/softmax_xent.h).
 #pragma once

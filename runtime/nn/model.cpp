@@ -7,9 +7,10 @@ namespace lockstep {
 
 Model::Model(std::string name, Sequential net, Shape sample_shape, int64_t num_classes, uint64_t seed)
     : name_(std::move(name)), net_(std::move(net)), sample_shape_(sample_shape), num_classes_(num_classes) {
+  // Images end in [1, classes]; token sequences [T] in [1, T, vocabulary].
   const std::vector<Shape> shapes = net_.shapes(batch_shape(1));
-  LS_CHECK(shapes.back() == (Shape{1, num_classes_}), "model {} ends in {}, expected [1, {}]", name_,
-           shapes.back().str(), num_classes_);
+  const Shape expect = sample_shape_.rank() == 1 ? Shape{1, sample_shape_[0], num_classes_} : Shape{1, num_classes_};
+  LS_CHECK(shapes.back() == expect, "model {} ends in {}, expected {}", name_, shapes.back().str(), expect.str());
   net_.declare(params_);
   params_.finalize();
   net_.declare_buffers(buffers_);

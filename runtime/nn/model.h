@@ -19,8 +19,8 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const std::string& name() const { return name_; }
-  const Shape& sample_shape() const { return sample_shape_; }  // [C, H, W]
-  int64_t num_classes() const { return num_classes_; }
+  const Shape& sample_shape() const { return sample_shape_; }  // [C, H, W] images, [T] tokens
+  int64_t num_classes() const { return num_classes_; }  // classes, or the tokens' vocabulary
   Sequential& net() { return net_; }
   const Sequential& net() const { return net_; }
   ParameterStore& params() { return params_; }

@@ -272,7 +272,12 @@ const Tensor& Sequential::run_forward(const Tensor& x_in, const ForwardContext& 
     capacity_shape_ = Shape();
   }
   const bool cast = is_16bit_float(compute_dtype_) && x_in.dtype() == DType::F32 && x_in.device().is_cuda();
-  const DType dtype = cast ? compute_dtype_ : x_in.dtype();
+  // Token inputs (int32, read by an Embedding first) make activations of the
+  // compute type: 16-bit on a GPU with mixed precision, else fp32.
+  const bool tokens = x_in.dtype() == DType::I32;
+  const DType dtype = cast || (tokens && is_16bit_float(compute_dtype_) && x_in.device().is_cuda()) ? compute_dtype_
+                      : tokens                                                                     ? DType::F32
+                                                                                                   : x_in.dtype();
   bool fits = capacity_shape_.rank() == in.rank() && in[0] <= capacity_shape_[0] &&
               capacity_device_ == x_in.device() && capacity_dtype_ == dtype;
   for (int d = 1; fits && d < in.rank(); ++d) fits = in[d] == capacity_shape_[d];

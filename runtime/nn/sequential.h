@@ -27,7 +27,8 @@
 // (ZeRO-1's allgather may still be bringing them in).
 //
 // Activations and their gradients have the input's element type: fp32, or
-// bf16 / fp16 for mixed precision on a GPU. set_compute_dtype(BF16 or F16)
+// bf16 / fp16 for mixed precision on a GPU; int32 token inputs (an Embedding
+// first: the tokens have no gradient) give activations of the compute type. set_compute_dtype(BF16 or F16)
 // makes a Sequential round an fp32 GPU input to that type once before its
 // first layer (the model's entry point; nested Sequentials then see the 16-bit
 // type and follow it).

@@ -26,13 +26,16 @@ const Parameter& TiedLinear::table() const {
 }
 
 void TiedLinear::forward(const Tensor& x, Tensor& y, const ForwardContext& ctx) {
-  ops::linear_forward(x, table().value, nullptr, y, false, w16_, ops::Exec{ctx.gpu, "TiedLinear"});
+  ops::linear_forward(x, table().value.narrow_rows(embedding_->vocab()), nullptr, y, false, w16_,
+                      ops::Exec{ctx.gpu, "TiedLinear"});
 }
 
 void TiedLinear::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const BackwardContext& ctx) {
   const Parameter& w = table();
-  Tensor dw = w.grad;  // the embedding's gradient view: written here, added to by its backward
-  ops::linear_backward(x, w.value, w16_, y, dy, dx, dw, nullptr, ctx.accumulate, false,
+  // The embedding's gradient view (the vocabulary's rows; padding rows stay
+  // zero): written here, added to by its backward.
+  Tensor dw = w.grad.narrow_rows(embedding_->vocab());
+  ops::linear_backward(x, w.value.narrow_rows(embedding_->vocab()), w16_, y, dy, dx, dw, nullptr, ctx.accumulate, false,
                        ops::Exec{ctx.gpu, "TiedLinear"});
 }
 

@@ -1,6 +1,7 @@
 // TiedLinear: the output projection that shares a token embedding's table,
 // GPT-2's weight tying (llm.c: the classifier matmul reads wte).
-//   x [B, ..., C] -> logits [B, ..., V] = x wte^T   wte [V, C] (the Embedding's), no bias
+//   x [B, ..., C] -> logits [B, ..., V] = x wte^T   wte [V, C] (the Embedding's
+//   vocabulary rows, not its padding), no bias
 // It has no parameter of its own. Its backward writes dy^T x into wte's
 // gradient (or adds, when the step accumulates) and the embedding's backward,
 // which runs after it, adds the embedding's part (Embedding::tie): one

@@ -74,7 +74,7 @@ TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the ea
 
   // One page-locked host batch, refilled every step (as the loader's slots are).
   Batch hb;
-  hb.images = Tensor::zeros(eager.m->batch_shape(batch), DType::F32, dev.host_allocator());
+  hb.inputs = Tensor::zeros(eager.m->batch_shape(batch), DType::F32, dev.host_allocator());
   hb.labels = Tensor::zeros(Shape{batch}, DType::I32, dev.host_allocator());
   std::mt19937 gen(12);
   std::uniform_real_distribution<float> pixel(0.f, 1.f);
@@ -96,19 +96,19 @@ TEST_CASE("--cuda-graph through DeviceRuntime and the NCCL reducer equals the ea
   for (int64_t s = 0; s < 12; ++s) {
     CAPTURE(s);
     if (s == 6) dev.invalidate_graphs();  // as after an evaluation: warm up and capture again
-    for (int64_t i = 0; i < hb.images.numel(); ++i) hb.images.data<float>()[i] = pixel(gen);
+    for (int64_t i = 0; i < hb.inputs.numel(); ++i) hb.inputs.data<float>()[i] = pixel(gen);
     for (int64_t i = 0; i < batch; ++i) hb.labels.data<int32_t>()[i] = static_cast<int32_t>(gen() % 10);
     const float lr = 0.05f / static_cast<float>(1 + s);
 
     // Eager twin: the trainer's plain GPU path (host lr, host dropout keys).
-    const Tensor xe = hb.images.to(dev.device_allocator()), ye = hb.labels.to(dev.device_allocator());
+    const Tensor xe = hb.inputs.to(dev.device_allocator()), ye = hb.labels.to(dev.device_allocator());
     queue_step(eager, xe, ye, s, lr, nullptr);
 
     // Graph replica: as Trainer::graph_step.
     const Batch& b = dev.upload(hb);
     const DeviceRuntime::StepScalars sp = dev.set_step(lr, s);
     dev.device_step()->read_lr_from(sp.lr);
-    const auto how = dev.run_step(b.images.raw_data(), [&] { queue_step(graph, b.images, b.labels, s, lr, sp.step); });
+    const auto how = dev.run_step(b.inputs.raw_data(), [&] { queue_step(graph, b.inputs, b.labels, s, lr, sp.step); });
     if (how == DeviceRuntime::StepRun::Replayed) {
       graph.loss.count_replayed(batch);
       ++replays;

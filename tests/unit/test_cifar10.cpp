@@ -325,7 +325,7 @@ TEST_CASE("the loader's transform edits each batch on the producer thread after 
     d.fill(idx, expect.data(), labels.data());
     for (size_t j = 0; j < 3; ++j)
       for (int e = 0; e < 4; ++e) expect[j * 4 + e] += 1000.f * static_cast<float>(idx[j]);
-    REQUIRE(b.images.to_vector() == expect);
+    REQUIRE(b.inputs.to_vector() == expect);
   }
   for (const auto& id : threads) CHECK(id != consumer);
 
@@ -335,7 +335,7 @@ TEST_CASE("the loader's transform edits each batch on the producer thread after 
   std::vector<int32_t> l(1);
   const std::vector<int64_t> three{3};
   d.fill(three, plain.data(), l.data());
-  CHECK(loader.next().images.to_vector() == plain);
+  CHECK(loader.next().inputs.to_vector() == plain);
   loader.begin(
       2, [](int64_t, std::vector<int64_t>& out) { out.assign({1}); },
       [](int64_t k, std::span<const int64_t>, float*) {

@@ -140,7 +140,7 @@ TEST_CASE("the prefetch loader returns the planned batches in order", "[data]") 
       std::vector<int64_t> idx;
       for (int64_t j = 0; j < b.size(); ++j) idx.push_back((k * 7 + j) % 50);
       d.fill(idx, expect.data(), labels.data());
-      REQUIRE(b.images.to_vector() == expect);
+      REQUIRE(b.inputs.to_vector() == expect);
       REQUIRE(std::vector<int32_t>(b.labels.data<int32_t>(), b.labels.data<int32_t>() + b.size()) == labels);
     }
     CHECK_THROWS(loader.next());
@@ -182,7 +182,7 @@ TEST_CASE("the prefetch loader's workers assemble the same batches as one thread
     for (int64_t k = 0; k < 24; ++k) {
       const Batch& b = loader.next();
       REQUIRE(b.size() == 1 + (k * 5) % 17);
-      std::vector<float> v = b.images.to_vector();
+      std::vector<float> v = b.inputs.to_vector();
       for (int64_t j = 0; j < b.size(); ++j) v.push_back(static_cast<float>(b.labels.data<int32_t>()[j]));
       if (workers == 1)
         reference.push_back(std::move(v));
@@ -220,7 +220,7 @@ TEST_CASE("the prefetch loader reports how long the consumer waited", "[data]") 
     int64_t size() const override { return inner.size(); }
     Shape sample_shape() const override { return inner.sample_shape(); }
     int64_t num_classes() const override { return inner.num_classes(); }
-    void fill(std::span<const int64_t> idx, float* images, int32_t* labels) const override {
+    void fill(std::span<const int64_t> idx, void* images, int32_t* labels) const override {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       inner.fill(idx, images, labels);
     }

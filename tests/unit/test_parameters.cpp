@@ -1,5 +1,6 @@
 // ParameterStore layout and Sequential memory planning.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "nn/layers.h"
 #include "nn/model.h"
@@ -141,6 +142,7 @@ TEST_CASE("the same seed gives the same initial weights, another seed different 
 
 TEST_CASE("every model builds for 28x28x1 and for other sample shapes", "[params]") {
   for (const auto& name : models::model_names()) {
+    if (models::model_info(name).tokens) continue;  // the GPT-2 models: below
     auto m = models::build_model(name, {Shape{1, 28, 28}, 10}, 1);
     CHECK(m->params().numel() > 0);
     auto big = models::build_model(name, {Shape{3, 32, 32}, 7}, 1);
@@ -148,4 +150,46 @@ TEST_CASE("every model builds for 28x28x1 and for other sample shapes", "[params
     CHECK(big->net().forward(x, {}).shape() == (Shape{3, 7}));
   }
   CHECK_THROWS_AS(models::build_model("resnet9000", {}, 1), InputError);
+}
+
+TEST_CASE("GPT-2 models: llm.c's parameter count, sizes from the spec, one-line errors", "[params][transformer]") {
+  // llm.c's GPT-2 124M with the vocabulary padded to 50,304 rows: 124,475,904.
+  auto small = models::build_model("gpt2", {Shape{64}, models::kGpt2Vocab}, 1);
+  CHECK(small->params().numel() == 124475904);
+  CHECK(small->net().shapes(Shape{2, 64}).back() == (Shape{2, 64, models::kGpt2Vocab}));
+  // 2 blocks of 32 channels, 4 heads; vocabulary 100 padded to 128 rows.
+  models::ModelSpec spec{Shape{16}, 100, 2, 4, 32};
+  auto m = models::build_model("gpt2-tiny", spec, 1);
+  const int64_t c = 32, blocks = 2;
+  CHECK(m->params().numel() == 128 * c + 256 * c + blocks * (12 * c * c + 13 * c) + 2 * c);
+  Tensor tokens = Tensor::zeros(Shape{3, 16}, DType::I32);
+  CHECK(m->net().forward(tokens, {}).shape() == (Shape{3, 16, 100}));
+  // Residual projections start at 0.02 / sqrt(2 * blocks), the rest at 0.02.
+  auto stdev = [&](const char* name) {
+    const Parameter* p = m->params().find(name);
+    REQUIRE(p != nullptr);
+    double sq = 0;
+    for (float v : p->value.span<float>()) sq += static_cast<double>(v) * v;
+    return std::sqrt(sq / static_cast<double>(p->numel()));
+  };
+  CHECK(stdev("layers.1.branch.1.weight") == Approx(0.02).epsilon(0.05));
+  CHECK(stdev("layers.1.branch.3.weight") == Approx(0.01).epsilon(0.1));
+  CHECK(stdev("layers.2.branch.3.weight") == Approx(0.01).epsilon(0.1));
+  // The padding rows of the token table are zero.
+  const Parameter* wte = m->params().find("layers.0.wte");
+  for (int64_t i = 100 * c; i < 128 * c; ++i) CHECK(wte->value.data<float>()[i] == 0.f);
+
+  auto message = [](const char* model, models::ModelSpec s) {
+    try {
+      models::build_model(model, s, 1);
+    } catch (const InputError& e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(message("gpt2-tiny", {Shape{16}, 100, 0, 5, 0}),
+             Catch::Contains("--n-head 5 does not divide --n-embd 256"));
+  CHECK_THAT(message("gpt2-tiny", {Shape{257}, 100}), Catch::Contains("--seq-len 257 is outside the model's context"));
+  CHECK_THAT(message("gpt2", {Shape{1, 28, 28}, 10}), Catch::Contains("reads token sequences, the data holds images"));
+  CHECK_THAT(message("lenet", {Shape{64}, 100}), Catch::Contains("reads images, the data holds token sequences"));
 }
