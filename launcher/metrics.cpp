@@ -59,6 +59,12 @@ void RunRecords::epoch(const nlohmann::json& record, bool eval) {
   if (eval)
     for (auto& t : tagged(record, {{"test_loss", "epoch/test_loss"}, {"test_acc", "epoch/test_accuracy"}}))
       v.push_back(std::move(t));
+  if (record.contains("tokens_per_sec"))  // language models
+    for (auto& t : tagged(record, {{"tokens_per_sec", "epoch/tokens_per_sec"}, {"mfu", "epoch/mfu"}}))
+      v.push_back(std::move(t));
+  if (eval && record.contains("val_loss"))
+    for (auto& t : tagged(record, {{"val_loss", "epoch/val_loss"}, {"val_perplexity", "epoch/val_perplexity"}}))
+      v.push_back(std::move(t));
   events_->scalars(record.at("step").get<int64_t>(), v);
 }
 

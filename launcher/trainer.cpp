@@ -36,6 +36,7 @@
 #include "progress.h"
 #include "recipe.h"
 #include "reductions.h"
+#include "sgemm_rate.h"
 #include "registry.h"
 #include "stop_signals.h"
 #include "thread_counts.h"
@@ -296,6 +297,7 @@ void Trainer::start() {
     dev_->restore_step_state(st);
   }
 
+  if (sequences() && !dev_) sgemm_gflops_ = measure_sgemm_gflops() * comm_.size();
   report_start();
 }
 
@@ -407,31 +409,6 @@ bool Trainer::stop_agreed(TrainSummary& sum, bool checkpointed) {
     comm_.barrier();
   }
   return true;
-}
-
-void Trainer::finish_run(TrainSummary& sum, const RunTally& tally, RunRecords& records) {
-  if (sum.stopped_by != 0) {
-    if (c_.checkpoint_dir.empty())
-      log_->warn("stopped by {} after step {}: no --checkpoint-dir, so nothing was saved", signal_name(sum.stopped_by),
-                 progress_.step);
-    else
-      log_->info("stopped by {} after step {}: checkpoint in {}; continue with --resume", signal_name(sum.stopped_by),
-                 progress_.step, c_.checkpoint_dir);
-    records.write({{"type", "stopped"}, {"signal", signal_name(sum.stopped_by)}, {"step", progress_.step},
-                   {"checkpoint_dir", c_.checkpoint_dir}});
-    return;
-  }
-  if (c_.check_replicas_every > 0)
-    log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
-  report(sum, tally, records);
-  if (!c_.save_weights.empty()) sync_buffers();
-  if (rank0() && !c_.save_weights.empty()) {
-    const auto [mean, std] = train_->input_normalization();
-    save_weights(c_.save_weights, *model_,
-                 {{"dataset", std::string(name(c_.dataset))}, {"input_mean", fmt::format("{:.9g}", mean)},
-                  {"input_std", fmt::format("{:.9g}", std)}, {"sample_shape", train_->sample_shape().str()}});
-    log_->info("weights written to {}", c_.save_weights);
-  }
 }
 
 TrainSummary Trainer::run() {

@@ -192,6 +192,12 @@ class Trainer {
   int64_t replica_checks_ = 0;  // passed so far
   StepCadence cadence_;         // what runs between steps (made in start())
   std::unique_ptr<StatsReducer> bn_sync_;  // --sync-batchnorm with more than one rank
+  // Language models (token sequences): the job's sgemm rate, GFLOP/s (this
+  // rank's measured x ranks; sgemm_rate.h), that MFU is held against. 0 on a GPU.
+  double sgemm_gflops_ = 0;
+  bool sequences() const { return train_->targets_per_sample() > 1; }
+  // Model FLOPs of one trained token: forward x 3 (the backward's two products per forward one).
+  double flops_per_token() const;
   bool hierarchical_ = false;              // gradients summed within hosts, then along them
   std::string hierarchy_note_;             // why --hierarchical-allreduce on does not apply (empty: it does)
 };

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/weights.h"
 #include "core/blas_kernels.h"
 #include "core/cpu.h"
 #include "data/augment.h"
@@ -20,6 +21,8 @@
 #include "progress.h"
 #include "recipe.h"
 #include "reductions.h"
+#include "stop_signals.h"
+#include "text_sample.h"
 #include "trainer.h"
 
 namespace lockstep {
@@ -172,10 +175,18 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
     te += t.test_seconds[i];
   }
   const double n = static_cast<double>(t.train_seconds.size() - first);
-  const std::string throughput =
-      world > 1 ? fmt::format("{} img/s total, {} img/s per rank ({} ranks)", group_thousands(sum.images_per_sec),
-                              group_thousands(sum.images_per_sec / world), world)
-                : fmt::format("{} img/s", group_thousands(sum.images_per_sec));
+  // Language models count tokens: every sample is T of them.
+  const double per_sample = sequences() ? static_cast<double>(model_->sample_shape()[0]) : 1.0;
+  const double tokens_per_sec = sum.images_per_sec * per_sample;
+  const double mfu = sgemm_gflops_ > 0 ? tokens_per_sec * flops_per_token() / (sgemm_gflops_ * 1e9) : 0.0;
+  const char* unit = sequences() ? "tok/s" : "img/s";
+  std::string throughput =
+      world > 1 ? fmt::format("{} {} total, {} {} per rank ({} ranks)", group_thousands(sum.images_per_sec * per_sample),
+                              unit, group_thousands(sum.images_per_sec * per_sample / world), unit, world)
+                : fmt::format("{} {}", group_thousands(sum.images_per_sec * per_sample), unit);
+  if (sgemm_gflops_ > 0)
+    throughput += fmt::format(", MFU {:.1f}% ({:.0f} model GFLOP/s of a measured {:.0f} GFLOP/s sgemm)", 100 * mfu,
+                              tokens_per_sec * flops_per_token() / 1e9, sgemm_gflops_);
   // Memory high-water marks (rank 0's; every rank of one model plans the same),
   // logged before the seed's summary lines (--benchmark's line stays the last).
   const double mib = 1 << 20;
@@ -270,25 +281,54 @@ void Trainer::report(TrainSummary& sum, const RunTally& t, RunRecords& records) 
       {"window_median_images_per_sec", windows.median}, {"window_min_images_per_sec", windows.min},
       {"window_max_images_per_sec", windows.max},
       {"overlap", dopt_->buckets().size() > 0 && overlap_.on && world > 1}, {"overlap_mode", name(c_.overlap)}};
+  if (sequences()) {
+    summary["tokens_per_sec"] = tokens_per_sec;
+    summary["mfu"] = mfu;
+    summary["sgemm_gflops"] = sgemm_gflops_;
+    summary["model_flops_per_token"] = flops_per_token();
+    summary["val_loss"] = sum.test_loss;
+  }
   summary.update(memory);
   records.write(summary);
 }
 
+double Trainer::flops_per_token() const {
+  const Shape one = model_->batch_shape(1);
+  return 3.0 * static_cast<double>(model_->net().forward_flops(one)) / static_cast<double>(one.numel());
+}
+
 void Trainer::log_epoch(const std::string& label, int64_t epoch, const Sums& tr, const EvalResult& test,
                         double train_s, double test_s, int64_t first_step, RunRecords& records) {
-  const double ips = tr.count / train_s;
-  if (c_.eval)
+  const double ips = tr.count / train_s;  // samples, or tokens (every position is a target)
+  if (sequences()) {  // language models: loss and perplexity, tokens/s and MFU
+    const double mfu = sgemm_gflops_ > 0 ? ips * flops_per_token() / (sgemm_gflops_ * 1e9) : 0.0;
+    const std::string mfu_text = sgemm_gflops_ > 0 ? fmt::format(", MFU {:.1f}%", 100 * mfu) : "";
+    if (c_.eval)
+      log_->info("{} (train) loss: {:.3f}, ppl {:.2f} | (val) loss: {:.3f}, ppl {:.2f} | {:.2f}s, {:.2f}s | {} tok/s{}",
+                 label, tr.mean_loss(), std::exp(tr.mean_loss()), test.loss, std::exp(test.loss), train_s, test_s,
+                 group_thousands(ips), mfu_text);
+    else
+      log_->info("{} (train) loss: {:.3f}, ppl {:.2f} | {:.2f}s | {} tok/s{}", label, tr.mean_loss(),
+                 std::exp(tr.mean_loss()), train_s, group_thousands(ips), mfu_text);
+    records.epoch({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
+                   {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
+                   {"val_loss", test.loss}, {"val_perplexity", std::exp(test.loss)},
+                   {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips / model_->sample_shape()[0]},
+                   {"tokens_per_sec", ips}, {"mfu", mfu}, {"lr", sched_.lr(progress_.step - 1)}},
+                  c_.eval);
+  } else if (c_.eval)
     log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | (test) acc: {:.2f}%, loss: {:.3f} | {:.2f}s, {:.2f}s | {} img/s",
                label, 100 * tr.acc(), tr.mean_loss(), 100 * test.acc, test.loss, train_s, test_s,
                group_thousands(ips));
   else
     log_->info("{} (train) acc: {:.2f}%, loss: {:.3f} | {:.2f}s | {} img/s", label, 100 * tr.acc(), tr.mean_loss(),
                train_s, group_thousands(ips));
-  records.epoch({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
-                 {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
-                 {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
-                 {"lr", sched_.lr(progress_.step - 1)}},
-                c_.eval);
+  if (!sequences())
+    records.epoch({{"type", "epoch"}, {"epoch", epoch + 1}, {"step", progress_.step}, {"train_loss", tr.mean_loss()},
+                   {"train_acc", tr.acc()}, {"test_loss", test.loss}, {"test_acc", test.acc},
+                   {"seconds", train_s}, {"test_seconds", test_s}, {"images_per_sec", ips},
+                   {"lr", sched_.lr(progress_.step - 1)}},
+                  c_.eval);
   if (c_.precision == Precision::F16) {  // the epoch's train loss read has already waited for the device
     const StepState st = dev_->read_step_state();
     log_->info("{} fp16 loss scale {} | {} of {} steps skipped so far", label, st.scale, st.skipped, progress_.step);
@@ -301,6 +341,31 @@ void Trainer::log_epoch(const std::string& label, int64_t epoch, const Sums& tr,
                c_.clip_grad_norm, clipped, progress_.step - first_step);
     records.grad_clip({{"type", "grad_clip"}, {"epoch", epoch + 1}, {"step", progress_.step},
                        {"grad_norm", norm}, {"clipped_steps", clipped}});
+  }
+}
+
+void Trainer::finish_run(TrainSummary& sum, const RunTally& tally, RunRecords& records) {
+  if (sum.stopped_by != 0) {
+    if (c_.checkpoint_dir.empty())
+      log_->warn("stopped by {} after step {}: no --checkpoint-dir, so nothing was saved", signal_name(sum.stopped_by),
+                 progress_.step);
+    else
+      log_->info("stopped by {} after step {}: checkpoint in {}; continue with --resume", signal_name(sum.stopped_by),
+                 progress_.step, c_.checkpoint_dir);
+    records.write({{"type", "stopped"}, {"signal", signal_name(sum.stopped_by)}, {"step", progress_.step},
+                   {"checkpoint_dir", c_.checkpoint_dir}});
+    return;
+  }
+  if (c_.check_replicas_every > 0)
+    log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
+  report(sum, tally, records);
+  if (!c_.save_weights.empty()) sync_buffers();
+  if (rank0() && !c_.save_weights.empty()) {
+    const auto [mean, std] = train_->input_normalization();
+    save_weights(c_.save_weights, *model_,
+                 {{"dataset", std::string(name(c_.dataset))}, {"input_mean", fmt::format("{:.9g}", mean)},
+                  {"input_std", fmt::format("{:.9g}", std)}, {"sample_shape", train_->sample_shape().str()}});
+    log_->info("weights written to {}", c_.save_weights);
   }
 }
 
