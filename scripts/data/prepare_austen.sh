@@ -12,7 +12,8 @@
 # or an openai-whisper sdist holding whisper/assets/gpt2.tiktoken; without one,
 # OUTDIR/gpt2.tiktoken or $CACHE/gpt2.tiktoken is used, else the sdist is
 # fetched with pip download into CACHE (LOCKSTEP_CACHE, by default
-# ~/.cache/lockstep). The ranks are checked against their known SHA-256.
+# ~/.cache/lockstep), which then keeps a copy of the ranks. The ranks are
+# checked against their known SHA-256.
 # Rerunning rewrites the same bytes. Errors are one line naming the input.
 set -euo pipefail
 
@@ -35,8 +36,10 @@ $PY -c "import regex" 2>/dev/null || die "$PY cannot import regex (Debian packag
 for f in Rdata.rdx Rdata.rdb; do
   [[ -f $AUSTEN_DIR/$f ]] || die "$AUSTEN_DIR/$f not found (Debian package r-cran-janeaustenr, or set AUSTEN_DIR)"
 done
-mkdir -p "$OUT" || die "$OUT: cannot create"
+mkdir -p "$OUT" 2>/dev/null || die "$OUT: cannot create"
 RANKS="$OUT/gpt2.tiktoken"
+
+ranks_ok() { [[ -f $1 && $(sha256sum < "$1" | cut -d' ' -f1) == "$SHA256" ]]; }
 
 # Copies the ranks from a .tiktoken file or an sdist to $RANKS (via a temporary file).
 take_ranks() {
@@ -47,11 +50,9 @@ take_ranks() {
   else
     cp "$src" "$RANKS.tmp"
   fi
-  [[ $(sha256sum < "$RANKS.tmp" | cut -d' ' -f1) == "$SHA256" ]] || { rm -f "$RANKS.tmp"; die "$src: not GPT-2's ranks (SHA-256 differs)"; }
+  ranks_ok "$RANKS.tmp" || { rm -f "$RANKS.tmp"; die "$src: not GPT-2's ranks (SHA-256 differs)"; }
   mv "$RANKS.tmp" "$RANKS"
 }
-
-ranks_ok() { [[ -f $1 && $(sha256sum < "$1" | cut -d' ' -f1) == "$SHA256" ]]; }
 
 if [[ -n $SOURCE ]]; then
   [[ $(realpath -m "$SOURCE") == $(realpath -m "$RANKS") ]] && ranks_ok "$RANKS" || take_ranks "$SOURCE"
@@ -61,14 +62,15 @@ elif ranks_ok "$CACHE/gpt2.tiktoken"; then
   take_ranks "$CACHE/gpt2.tiktoken"
 else
   if [[ ! -f $CACHE/$SDIST ]]; then
-    mkdir -p "$CACHE" || die "$CACHE: cannot create"
+    mkdir -p "$CACHE" 2>/dev/null || die "$CACHE: cannot create"
     echo "prepare_austen.sh: fetching $WHISPER's sdist into $CACHE (pip download)"
     $PY -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: "$WHISPER" -d "$CACHE" >/dev/null 2>&1 ||
       die "$CACHE/$SDIST: pip download $WHISPER failed (give RANKS or GPT2_TIKTOKEN for an offline copy)"
   fi
   take_ranks "$CACHE/$SDIST"
-  cp "$RANKS" "$CACHE/gpt2.tiktoken"
 fi
+# A copy in the cache too, where the next OUTDIR and the tests (tests/data/) find it.
+ranks_ok "$CACHE/gpt2.tiktoken" || { mkdir -p "$CACHE" && cp "$RANKS" "$CACHE/gpt2.tiktoken"; } 2>/dev/null || true
 
 $PY "$HERE/gpt2_bpe.py" --self-check "$RANKS" >/dev/null || die "$RANKS: the BPE self-check fails"
 $PY "$HERE/austen_shards.py" "$RANKS" "$OUT" --austen-dir "$AUSTEN_DIR"
