@@ -17,6 +17,7 @@ PACKAGES=(
   openssh-server openssh-client iproute2 util-linux procps   # cluster tests: namespace hosts with sshd
   slurm-wlm slurm-wlm-basic-plugins munge libpmix2            # cluster tests: a local SLURM (srun --mpi=pmix)
   clang libclang-rt-dev libomp-dev                            # fuzzing (scripts/fuzz.sh): clang, libFuzzer, OpenMP
+  r-cran-janeaustenr python3-regex                            # GPT-2 tokens of Austen's novels (scripts/data/): the text, the BPE regex
 )
 # A virtual environment over Debian's python3 (so it sees python3-torch) with
 # the reference `safetensors` package and `tensorboard` from PyPI (neither is
