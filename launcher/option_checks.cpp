@@ -59,6 +59,8 @@ void check_option_combinations(const TrainConfig& c) {
   LS_CHECK_INPUT(c.dataset != DatasetKind::Tokens || c.data_dir != kFashionMnistDir,
                  "--dataset tokens needs --data-dir: the directory of llm.c token shards (*train*.bin, *val*.bin; "
                  "scripts/data/prepare_austen.sh makes some)");
+  LS_CHECK_INPUT(c.sample_tokens == 0 || c.device != DeviceKind::Cuda,
+                 "--sample-tokens: generates on the CPU (--device cpu)");
   LS_CHECK_INPUT(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   LS_CHECK_INPUT(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), "--checkpoint-every needs --checkpoint-dir");
   LS_CHECK_INPUT(c.dataset != DatasetKind::Cifar10 || c.data_dir != kFashionMnistDir,

@@ -23,6 +23,7 @@
 #include "core/hash.h"
 #include "data/augment.h"
 #include "data/cifar10.h"
+#include "data/gpt2_vocab.h"
 #include "data/loader.h"
 #include "data/mnist.h"
 #include "data/synthetic.h"
@@ -154,6 +155,7 @@ void Trainer::setup() {
   sched_ = make_lr_schedule(c_, global_batch_, steps_per_epoch_, total_steps_);  // --lr-scaling, warmup
   sched_.validate();
 
+  if (rank0() && c_.sample_tokens > 0) read_vocabulary();
   if (!rank0()) return;  // rank 0 reads weights and checkpoints; start() broadcasts them
   if (c_.resume) {
     auto loaded = load_latest_checkpoint(c_.checkpoint_dir, *model_, *opt_,

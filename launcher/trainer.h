@@ -45,6 +45,7 @@
 namespace lockstep {
 
 class RunRecords;  // metrics.h
+class Gpt2Vocab;   // data/gpt2_vocab.h
 struct Sums;       // reductions.h
 
 // Exit code when the replica guard finds ranks whose parameters differ.
@@ -198,6 +199,12 @@ class Trainer {
   bool sequences() const { return train_->targets_per_sample() > 1; }
   // Model FLOPs of one trained token: forward x 3 (the backward's two products per forward one).
   double flops_per_token() const;
+  // --sample-tokens (rank 0): GPT-2's vocabulary, read in setup() so a bad
+  // file fails before training; the sample is logged at the end of run().
+  std::unique_ptr<Gpt2Vocab> vocab_;
+  std::vector<int32_t> prompt_tokens_;
+  void read_vocabulary();  // vocab_ and prompt_tokens_
+  void log_sample();
   bool hierarchical_ = false;              // gradients summed within hosts, then along them
   std::string hierarchy_note_;             // why --hierarchical-allreduce on does not apply (empty: it does)
 };

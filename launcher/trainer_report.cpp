@@ -12,6 +12,7 @@
 
 #include "checkpoint/weights.h"
 #include "core/blas_kernels.h"
+#include "data/gpt2_vocab.h"
 #include "core/cpu.h"
 #include "data/augment.h"
 #include "device_options.h"
@@ -360,6 +361,7 @@ void Trainer::finish_run(TrainSummary& sum, const RunTally& tally, RunRecords& r
     log_->info("replicas identical at all {} checks (every {} steps)", replica_checks_, c_.check_replicas_every);
   report(sum, tally, records);
   if (!c_.save_weights.empty()) sync_buffers();
+  if (rank0() && c_.sample_tokens > 0) log_sample();
   if (rank0() && !c_.save_weights.empty()) {
     const auto [mean, std] = train_->input_normalization();
     save_weights(c_.save_weights, *model_,
@@ -367,6 +369,28 @@ void Trainer::finish_run(TrainSummary& sum, const RunTally& tally, RunRecords& r
                   {"input_std", fmt::format("{:.9g}", std)}, {"sample_shape", train_->sample_shape().str()}});
     log_->info("weights written to {}", c_.save_weights);
   }
+}
+
+void Trainer::read_vocabulary() {
+  const std::string path = c_.vocab_file.empty() ? c_.data_dir + "/gpt2.tiktoken" : c_.vocab_file;
+  try {
+    vocab_ = std::make_unique<Gpt2Vocab>(path);
+  } catch (const InputError& e) {
+    LS_INPUT_ERROR("--vocab-file: {}", e.message());
+  }
+  LS_CHECK_INPUT(c_.vocab_size <= vocab_->size(), "--vocab-file {} holds {} tokens, fewer than --vocab-size {}", path,
+                 vocab_->size(), c_.vocab_size);
+  prompt_tokens_ = c_.prompt.empty() ? std::vector<int32_t>{vocab_->end_of_text()} : vocab_->encode(c_.prompt);
+  for (const int32_t t : prompt_tokens_)
+    LS_CHECK_INPUT(t < c_.vocab_size, "--prompt: token {} is outside --vocab-size {}", t, c_.vocab_size);
+}
+
+void Trainer::log_sample() {
+  const std::vector<int32_t> all =
+      sample_tokens(*model_, prompt_tokens_, {c_.sample_tokens, model_->sample_shape()[0], c_.seed});
+  const auto from = c_.prompt.empty() ? all.begin() + 1 : all.begin();  // not the <|endoftext|> it started from
+  log_->info("sample ({} tokens{}):\n{}", c_.sample_tokens, c_.prompt.empty() ? "" : " after the prompt",
+             vocab_->decode(std::span<const int32_t>(&*from, static_cast<size_t>(all.end() - from))));
 }
 
 }  // namespace lockstep
