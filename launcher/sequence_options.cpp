@@ -53,7 +53,8 @@ void convert_sequence_options(const cxxopts::ParseResult& r, TrainConfig& c) {
   LS_CHECK_INPUT(info.tokens || !sized,
                  "--model {} reads images: --vocab-size, --seq-len, --n-layer, --n-head and --n-embd size GPT-2 "
                  "models", c.model);
-  LS_CHECK_INPUT(info.tokens == (c.dataset == DatasetKind::Tokens || c.dataset == DatasetKind::Synthetic),
+  LS_CHECK_INPUT(info.tokens ? c.dataset == DatasetKind::Tokens || c.dataset == DatasetKind::Synthetic
+                             : c.dataset != DatasetKind::Tokens,
                  "--model {} and --dataset {}: {}", c.model, name(c.dataset),
                  info.tokens ? "GPT-2 models read token sequences (--dataset tokens or synthetic)"
                              : "--dataset tokens holds token sequences, for the GPT-2 models");

@@ -192,6 +192,25 @@ rm "$WORK/data/cifar-no-test/test_batch.bin"
 truncate -s -1000 "$WORK/data/cifar-trunc/data_batch_3.bin"  # 3 x 3073 - 1000 = 8219 bytes
 printf '\x0a' | dd of="$WORK/data/cifar-label-10/data_batch_2.bin" bs=1 seek=$((2 * 3073)) conv=notrunc status=none
 : > "$WORK/data/cifar-empty/data_batch_5.bin"
+# llm.c token shards: a good pair, then one damage each.
+python3 - "$WORK/data" <<'EOF' || { echo "token shard fixtures failed"; exit 1; }
+import os, struct, sys
+d = sys.argv[1]
+def shard(path, tokens, magic=20240520, version=1, count=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<256i", *([magic, version, len(tokens) if count is None else count] + [0] * 253)))
+        f.write(struct.pack("<%dH" % len(tokens), *tokens))
+good = [i % 200 for i in range(4000)]
+for name in ("tok-good", "tok-magic", "tok-version", "tok-count", "tok-vocab", "tok-short", "tok-no-val"):
+    shard(f"{d}/{name}/x_train_000.bin", good)
+    if name != "tok-no-val": shard(f"{d}/{name}/x_val_000.bin", good[:1000])
+shard(f"{d}/tok-magic/x_train_001.bin", good, magic=20240521)
+shard(f"{d}/tok-version/x_val_000.bin", good, version=2)
+shard(f"{d}/tok-count/x_train_000.bin", good, count=5000)
+shard(f"{d}/tok-vocab/x_train_000.bin", good[:100] + [300] + good)
+shard(f"{d}/tok-short/x_val_000.bin", good[:20])
+EOF
 
 # --- the table ---------------------------------------------------------------
 # Per row: every path's type, mode, inode, size and mtime (ns), so a file
@@ -387,6 +406,25 @@ row cifar-mnist-dir 2 trainer "data directory $D/good: missing data_batch_1.bin"
 row cifar-truncated 2 trainer "$D/cifar-trunc/data_batch_3.bin is 8219 bytes, not a whole number of 3073-byte records" -- $CF "$D/cifar-trunc"
 row cifar-label-10 2 trainer "$D/cifar-label-10/data_batch_2.bin: label 10 of record 2 is outside [0, 10)" -- $CF "$D/cifar-label-10"
 row cifar-empty-file 2 trainer "$D/cifar-empty/data_batch_5.bin: empty file" -- $CF "$D/cifar-empty"
+TK="--model gpt2-tiny --dataset tokens --vocab-size 256 --seq-len 32 --n-layer 1 --n-embd 32 --n-head 2 --epochs 1 --batch-size 4 --data-dir"
+row tokens-bad-magic 2 trainer "$D/tok-magic/x_train_001.bin: not a token shard (magic 20240521, expected 20240520)" -- $TK "$D/tok-magic"
+row tokens-bad-version 2 trainer "$D/tok-version/x_val_000.bin: token shard version 2 (this reader knows version 1)" -- $TK "$D/tok-version"
+row tokens-count-past-end 2 trainer "$D/tok-count/x_train_000.bin: the header counts 5000 tokens, the file holds 4000 (truncated)" -- $TK "$D/tok-count"
+row tokens-above-vocab 2 trainer "$D/tok-vocab/x_train_000.bin: token 300 at position 100 is outside the vocabulary of 256" -- $TK "$D/tok-vocab"
+row tokens-val-too-short 2 trainer "--data-dir $D/tok-short: the val shards hold 20 tokens, no window of 33" -- $TK "$D/tok-short"
+row tokens-no-val 2 trainer "$D/tok-no-val: no token shards for the val split" -- $TK "$D/tok-no-val"
+row tokens-no-data-dir 2 trainer "--dataset tokens needs --data-dir: the directory of llm.c token shards" -- --model gpt2-tiny --dataset tokens
+row tokens-heads-divide 2 trainer "--n-head 3 does not divide --n-embd 32" -- ${TK/--n-head 2/--n-head 3} "$D/tok-good"
+row tokens-seq-above-context 2 trainer "--seq-len 300 is outside the model's context [1, 256]" -- ${TK/--seq-len 32/--seq-len 300} "$D/tok-good"
+row tokens-vocab-too-small 2 trainer "$D/tok-good/x_train_000.bin: token 100 at position 100 is outside the vocabulary of 100" -- ${TK/--vocab-size 256/--vocab-size 100} "$D/tok-good"
+row tokens-image-model 2 trainer "--model lenet and --dataset tokens: --dataset tokens holds token sequences, for the GPT-2 models" -- --model lenet --dataset tokens --data-dir "$D/tok-good"
+row tokens-gpt2-on-images 2 trainer "--model gpt2-tiny and --dataset fashion-mnist: GPT-2 models read token sequences" -- --model gpt2-tiny
+row tokens-sizes-on-cnn 2 trainer "--model mlp reads images: --vocab-size, --seq-len, --n-layer, --n-head and --n-embd size GPT-2 models" -- $SYN --model mlp --n-layer 2
+row tokens-bad-vocab-file 2 trainer "--vocab-file: $D/tok-good/gpt2.tiktoken" -- $TK "$D/tok-good" --sample-tokens 5
+row tokens-prompt-without-sample 2 trainer "--prompt needs --sample-tokens" -- $TK "$D/tok-good" --prompt hi
+row tokens-min-lr-not-cosine 2 trainer "--min-lr needs --lr-schedule cosine" -- $TK "$D/tok-good" --min-lr 1e-5
+row tokens-two-warmups 2 trainer "--warmup-steps and --warmup-epochs: give the warmup's length once" -- $TK "$D/tok-good" --warmup-steps 5 --warmup-epochs 1
+row tokens-beta2 2 trainer "--beta2: 1 must be in [0, 1)" -- $TK "$D/tok-good" --beta2 1
 row cifar-no-data-dir 2 trainer "--dataset cifar10 needs --data-dir: the directory of data_batch_1.bin ... data_batch_5.bin and test_batch.bin" -- --dataset cifar10
 row env-cifar-no-data-dir 2 trainer "--dataset cifar10 needs --data-dir: the directory of data_batch_1.bin ... data_batch_5.bin and test_batch.bin (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz) (set by LOCKSTEP_DATASET)" LOCKSTEP_DATASET=cifar10 --
 row augment-bogus 2 trainer "--augment: 'bogus' is not one of auto, none, crop-flip" -- $SYN --augment bogus
@@ -505,6 +543,7 @@ accepts eval-batch-above-test-set "" -- $SYN --model mlp --epochs 1 --eval-batch
 accepts synthetic-shape-over-image-size "" -- $SYN --model mlp --synthetic-shape 1,20,20 --image-size 16
 accepts recipe-flags "" LOCKSTEP_LR_SCALING=linear -- $SYN --model mlp --base-batch-size 64 --warmup-epochs 1 --no-decay-bn-bias --label-smoothing 0.1 --weight-decay 1e-4 --clip-grad-norm 1
 accepts cifar10-good "" -- --dataset cifar10 --data-dir "$D/cifar-good" --batch-size 8
+accepts tokens-good "" -- $TK "$D/tok-good" --optimizer adamw --beta1 0.9 --beta2 0.95 --eps 1e-8 --lr-schedule cosine --warmup-steps 2 --min-lr 1e-5 --max-steps 4
 accepts augment-crop-flip-env "" LOCKSTEP_AUGMENT=crop-flip -- $SYN
 accepts switch-values "" LOCKSTEP_NO_DECAY_BN_BIAS=1 -- $SYN --model mlp --nesterov=true --cuda-graph=F --resume=0
 
