@@ -1,6 +1,8 @@
 // Large-batch recipe: effective LR, optimizer settings, schedule.
 #include "recipe.h"
 
+#include "registry.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -25,7 +27,9 @@ OptimizerConfig optimizer_config(const TrainConfig& c) {
   oc.momentum = c.momentum;
   oc.nesterov = c.nesterov;
   oc.weight_decay = c.weight_decay;
-  oc.decay_all = c.decay_bn_bias;
+  // GPT-2 (as llm.c and nanoGPT): decay on matrices and embeddings only, never
+  // on the biases and LayerNorms the model declares without it.
+  oc.decay_all = c.decay_bn_bias && !models::model_info(c.model).tokens;
   oc.beta1 = c.beta1;
   oc.beta2 = c.beta2;
   oc.eps = c.eps;

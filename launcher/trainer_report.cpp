@@ -90,7 +90,10 @@ void Trainer::report_start() {
   log_->info("model: {} parameters, {:.2f} MFLOP forward per sample; {}{}, lr {} ({}{}){}{}{}",
              group_thousands(static_cast<double>(model_->params().numel())),
              static_cast<double>(model_->net().forward_flops(model_->batch_shape(1))) / 1e6, opt_->describe(),
-             c_.decay_bn_bias ? "" : " without decay on biases and batch norm", describe_lr(c_, global_batch_),
+             sequences()        ? (c_.weight_decay > 0.f ? " on matrices and embeddings (not biases and LayerNorms)" : "")
+             : c_.decay_bn_bias ? ""
+                                : " without decay on biases and batch norm",
+             describe_lr(c_, global_batch_),
              name(c_.lr_schedule),
              !sched_.warmup_steps ? ""
              : sched_.warmup_start_lr > 0.f
