@@ -7,6 +7,8 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "data/loader.h"
+#include "data/token_dataset.h"
 #include "data/token_shards.h"
 #include "temp_dir.h"
 
@@ -127,4 +129,36 @@ TEST_CASE("token windows: T+1 tokens every T within a shard, never across shards
   CHECK(in == std::vector<int32_t>{204, 205, 206, 207});
   CHECK(out == std::vector<int32_t>{205, 206, 207, 208});
   CHECK_THROWS_AS(w.window(4, in.data(), out.data()), Error);
+}
+
+TEST_CASE("token datasets: both splits through the prefetch loader as int32 windows and [n, T] targets", "[tokens]") {
+  TempDir d;
+  write_token_shard(d.file("x_train_000.bin"), iota_tokens(41));  // (41-1)/8 = 5 windows of T = 8
+  write_token_shard(d.file("x_val_000.bin"), iota_tokens(17, 1000));
+  TokenSplits s = load_token_shards(d.path().string(), 8, 2000);
+  CHECK(s.train->size() == 5);
+  CHECK(s.val->size() == 2);
+  CHECK(s.train->sample_shape() == Shape{8});
+  CHECK(s.train->input_dtype() == DType::I32);
+  CHECK(s.train->targets_per_sample() == 8);
+  CHECK(s.train->num_classes() == 2000);
+  PrefetchLoader loader(*s.train, 4, 2, cpu_allocator(), 2);  // two workers: each assembles part of a batch
+  loader.begin(1, [](int64_t, std::vector<int64_t>& out) { out = {4, 0, 2}; });
+  const Batch& b = loader.next();
+  REQUIRE(b.inputs.shape() == (Shape{3, 8}));
+  REQUIRE(b.labels.shape() == (Shape{3, 8}));
+  CHECK(b.size() == 3);
+  const int32_t* in = b.inputs.data<int32_t>();
+  const int32_t* tg = b.labels.data<int32_t>();
+  for (int k = 0; k < 3; ++k) {
+    const int window = std::vector<int>{4, 0, 2}[static_cast<size_t>(k)];
+    for (int j = 0; j < 8; ++j) {
+      CHECK(in[k * 8 + j] == window * 8 + j);
+      CHECK(tg[k * 8 + j] == window * 8 + j + 1);
+    }
+  }
+  // A vocabulary the tokens exceed, and a split too short for one window.
+  CHECK_THROWS_WITH(load_token_shards(d.path().string(), 8, 1000), Catch::Contains("outside the vocabulary of 1000"));
+  CHECK_THROWS_WITH(load_token_shards(d.path().string(), 17, 2000),
+                    Catch::Contains("the val shards hold 17 tokens, no window of 18"));
 }
