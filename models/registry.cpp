@@ -1,6 +1,8 @@
 // Model registry.
 #include "registry.h"
 
+#include "gpt2_names.h"
+
 namespace lockstep::models {
 
 const std::vector<ModelInfo>& registry() {
@@ -18,11 +20,11 @@ const std::vector<ModelInfo>& registry() {
       {"resnet50", "ResNet-50 v1.5: 4 stages of 3/4/6/3 bottleneck blocks, batch norm (224x224x3, 1000 classes)",
        build_resnet50, Shape{3, 224, 224}, 1000},
       {"gpt2", "GPT-2 small (124M): 12 layers, 12 heads, 768 channels, context 1024, tied embeddings", build_gpt2,
-       Shape{1024}, kGpt2Vocab, true},
+       Shape{1024}, kGpt2Vocab, true, gpt2_weights_layout},
       {"gpt2-medium", "GPT-2 medium (350M): 24 layers, 16 heads, 1024 channels, context 1024", build_gpt2_medium,
-       Shape{1024}, kGpt2Vocab, true},
+       Shape{1024}, kGpt2Vocab, true, gpt2_weights_layout},
       {"gpt2-tiny", "GPT-2 for the CPU and tests: 4 layers, 4 heads, 256 channels, context 256", build_gpt2_tiny,
-       Shape{256}, kGpt2Vocab, true},
+       Shape{256}, kGpt2Vocab, true, gpt2_weights_layout},
   };
   return models;
 }
@@ -55,7 +57,9 @@ std::unique_ptr<Model> build_model(const std::string& name, const ModelSpec& spe
       LS_INPUT_ERROR("--model {}: samples of shape {} are too small or do not fit ({})", name,
                      spec.sample_shape.str(), e.message());
     }
-    return std::make_unique<Model>(name, std::move(net), spec.sample_shape, spec.num_classes, seed);
+    auto model = std::make_unique<Model>(name, std::move(net), spec.sample_shape, spec.num_classes, seed);
+    if (m.weights_layout) model->set_weights_layout(m.weights_layout(*model));
+    return model;
   }
   LS_INPUT_ERROR("--model '{}' is unknown (known: {})", name, fmt::join(model_names(), ", "));
 }

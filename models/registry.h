@@ -31,6 +31,9 @@ struct ModelInfo {
   // The model reads int32 token sequences [T] (default_shape: [context],
   // default_classes: GPT-2's vocabulary), not fp32 images.
   bool tokens = false;
+  // How weights files name and shape its state when not as lockstep's layers
+  // do (checkpoint/weights_layout.h); null: as they do.
+  std::shared_ptr<const WeightsLayout> (*weights_layout)(const Model&) = nullptr;
 };
 
 const std::vector<ModelInfo>& registry();

@@ -111,7 +111,9 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     LS_CHECK_INPUT(v.is_object() && v.contains("dtype") && v.contains("shape") && v.contains("data_offsets"),
                    "{}: tensor '{}' lacks dtype, shape or data_offsets", path, name);
     LS_CHECK_INPUT(v["dtype"].is_string(), "{}: tensor '{}' has a non-string dtype", path, name);
-    const auto dtype = dtype_from_name(v["dtype"].get<std::string>());
+    // BOOL (one byte, 0 or 1) reads as U8: Hugging Face's GPT-2 files hold their causal masks so.
+    const std::string dtype_str = v["dtype"].get<std::string>();
+    const auto dtype = dtype_str == "BOOL" ? std::optional(DType::U8) : dtype_from_name(dtype_str);
     LS_CHECK_INPUT(dtype.has_value(), "{}: tensor '{}' has unsupported dtype {}", path, name, excerpt(v["dtype"]));
     const auto& js = v["shape"];
     LS_CHECK_INPUT(js.is_array() && js.size() <= static_cast<size_t>(Shape::kMaxDims),

@@ -4,7 +4,7 @@
 //                    "__metadata__": {"key": "value", ...}}   (padded with spaces)
 //   rest      the tensors' raw little-endian bytes; offsets relative to its start
 // The reader checks everything a damaged or hostile file could get wrong and
-// reports it as an InputError naming the file.
+// reports it as an InputError naming the file. It reads dtype BOOL as U8.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,8 @@
 
 namespace lockstep {
 
+struct WeightsLayout;  // checkpoint/weights_layout.h
+
 class Model {
  public:
   // Takes the network, declares and lays out its parameters, initialises them
@@ -34,6 +36,11 @@ class Model {
   std::vector<const Parameter*> state() const;
   std::vector<Parameter*> state();
   Shape batch_shape(int64_t batch) const;  // [batch, C, H, W]
+  // How weights files name and shape the state, when not as state() does
+  // (checkpoint/weights_layout.h); null: as state() does. The model's builder
+  // sets it (GPT-2: Hugging Face's names).
+  void set_weights_layout(std::shared_ptr<const WeightsLayout> layout) { weights_layout_ = std::move(layout); }
+  const WeightsLayout* weights_layout() const { return weights_layout_.get(); }
   // Moves parameters, gradients and buffers to `allocator`'s device (a GPU's
   // caching allocator); layers read them through the stores, so they follow.
   void to(const std::shared_ptr<Allocator>& allocator);
@@ -57,6 +64,7 @@ class Model {
   int64_t num_classes_;
   ParameterStore params_;
   ParameterStore buffers_;
+  std::shared_ptr<const WeightsLayout> weights_layout_;
 };
 
 }  // namespace lockstep

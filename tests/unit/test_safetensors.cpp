@@ -115,6 +115,15 @@ TEST_CASE("damaged safetensors files are clear input errors", "[safetensors]") {
   CHECK(read_error(dir.file("missing")).find("no such file") != std::string::npos);
 }
 
+TEST_CASE("safetensors BOOL tensors read as U8", "[safetensors]") {
+  TempDir dir;
+  write_bytes(dir.file("bool.safetensors"),
+              file_with_header(R"({"mask":{"dtype":"BOOL","shape":[2,2],"data_offsets":[0,4]}})", 4));
+  const auto f = SafetensorsFile::read(dir.file("bool.safetensors"));
+  CHECK(f.entry("mask").dtype == DType::U8);
+  CHECK(f.entry("mask").shape == (Shape{2, 2}));
+}
+
 TEST_CASE("model weights round-trip and reject mismatches without touching the model", "[safetensors]") {
   TempDir dir;
   auto a = models::build_model("lenet", {}, 1);
