@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Compares two GPT-2 weight files (safetensors, lockstep's names) tensor by
-tensor: the largest difference relative to the tensor's largest magnitude in
-A must be within RTOL, except in the key third of each attention's QKV bias
-(layers whose input is [B, T, 3C] after a LayerNorm: the bias of 3C values),
-held to KEY_RTOL. Prints the worst tensor of each kind; exits 1 beyond them.
+"""Compares two GPT-2 weight files (safetensors in Hugging Face's names, as
+the trainer writes them) tensor by tensor: the largest difference relative to
+the tensor's largest magnitude in A must be within RTOL, except in the key
+third of each attention's QKV bias (h.L.attn.c_attn.bias: q | k | v), held to
+KEY_RTOL. Prints the worst tensor of each kind; exits 1 beyond them.
 usage: compare_gpt2.py A B RTOL KEY_RTOL"""
 import json
 import struct
@@ -25,12 +25,12 @@ def main():
     rtol, key_rtol = float(sys.argv[3]), float(sys.argv[4])
     if a.keys() != b.keys():
         sys.exit(f"the files hold different tensors: {sorted(a.keys() ^ b.keys())}")
-    channels = a["layers.1.branch.0.weight"].size  # ln_1's weight: C
+    channels = a["transformer.ln_f.weight"].size  # C
     worst, worst_key = (0.0, ""), (0.0, "")
     for name, x in a.items():
         scale = max(float(np.abs(x).max()), 1e-30)
         d = np.abs(b[name] - x)
-        if x.size == 3 * channels and name.endswith(".bias"):  # a QKV bias: q | k | v
+        if name.endswith("attn.c_attn.bias"):  # q | k | v
             k = float(d[channels:2 * channels].max()) / scale
             worst_key = max(worst_key, (k, name))
             d = np.concatenate([d[:channels], d[2 * channels:]])
