@@ -139,6 +139,7 @@ for ((r = 1; r <= ROUNDS; ++r)); do
   fi
 done
 
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$RESULTS" "$CASES" "$SCALING" "$CPU" "$OPENBLAS_CORETYPE" "$ROUNDS" "$QUICK" "${SHAPE[tiny1]}|${SHAPE[tiny2]}|${SHAPE[gpt2]}" << 'PY'
 import json, statistics, sys
 path, cases, scaling, cpu, core, rounds, quick, shapes = sys.argv[1:9]

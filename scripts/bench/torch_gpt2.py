@@ -9,7 +9,8 @@ LayerNorm and the output projection tied to the token table's vocabulary rows
 (no bias), GPT-2's initialisation, no dropout. Attention is written out
 (PyTorch 1.13 has no F.scaled_dot_product_attention): Q K^T / sqrt(D), the
 causal mask, softmax, P V, each over the full T x T (lockstep's kernel skips
-the masked half). AdamW on every parameter.
+the masked half). AdamW, decaying matrices and embeddings, not biases and
+LayerNorms (as the trainer's).
 
 Trains on one fixed batch of synthetic random tokens (inputs and targets
 uniform over the vocabulary) with the given batch, sequence length and
@@ -155,8 +156,10 @@ def main():
     model = GPT()
     model.train()
     params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps,
-                            weight_decay=a.weight_decay)
+    # Decay on matrices and embeddings, not on biases and LayerNorms (as the trainer's AdamW).
+    groups = [{"params": [p for p in model.parameters() if p.dim() >= 2], "weight_decay": a.weight_decay},
+              {"params": [p for p in model.parameters() if p.dim() < 2], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
     x = torch.randint(0, a.vocab_size, (a.batch_size, a.seq_len))
     y = torch.randint(0, a.vocab_size, (a.batch_size, a.seq_len))
 
