@@ -48,7 +48,7 @@ while [[ $# -gt 0 ]]; do
         --steps) STEPS=$2 ;; --torch-steps) TORCH_STEPS=$2 ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) fail "unknown argument '$1' (see --help)" ;;
   esac
 done
