@@ -142,12 +142,22 @@ trainers_in() { ip netns pids "$1" | xargs -r ps -o stat=,pid=,comm= -p | awk '$
 job=$!
 for _ in $(seq 600); do grep -q "^world:" "$WORK/dead.log" && break; sleep 0.1; done
 grep -q "^world: 4 ranks on 2 nodes" "$WORK/dead.log" || { cat "$WORK/dead.log"; echo "FAIL: dead-rank job did not start"; exit 1; }
-sleep 1
+# Rank 3's process, looked for for up to 10 s (a loaded machine may list
+# host b's trainers late).
 victim=""
-for p in $(trainers_in "${NS[1]}"); do
-  tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=3" && victim=$p
+for _ in $(seq 100); do
+  for p in $(trainers_in "${NS[1]}"); do
+    tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=3" && victim=$p
+  done
+  [[ -n $victim ]] && break
+  sleep 0.1
 done
-[[ -n $victim ]] || { echo "FAIL: rank 3 not found on ${NS[1]}"; exit 1; }
+[[ -n $victim ]] || {
+  echo "FAIL: rank 3 not found on ${NS[1]}; its processes:"
+  ip netns pids "${NS[1]}" | xargs -r ps -o stat=,pid=,comm=,args= -p
+  cat "$WORK/dead.log"; exit 1
+}
+sleep 1
 t0=$(date +%s.%N)
 kill -9 "$victim"
 gone=""

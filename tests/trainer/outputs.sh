@@ -13,7 +13,8 @@ for opt in model dataset data-dir epochs max-steps batch-size global-batch-size 
            weight-decay lr-schedule warmup-epochs seed threads device metrics-file save-weights load-weights; do
   grep -q -- "--$opt" "$WORK/help" || fail "--help does not list --$opt"
 done
-grep -q "(default: lenet)" "$WORK/help" || fail "--help does not show defaults"
+# Descriptions wrap at the terminal width: read them with the breaks joined.
+tr -s ' \n' ' ' < "$WORK/help" | grep -q "(default: lenet)" || fail "--help does not show defaults"
 "$TRAINER" --version | grep -q "^lockstep " || fail "--version"
 
 # A CUDA-enabled build opens cuBLAS only when a GPU context is made
