@@ -81,6 +81,13 @@ LS_INLINE f8 load8(const float* p) {
   return v;
 }
 LS_INLINE void store8(float* p, f8 v) { __builtin_memcpy(p, &v, sizeof v); }
+// The first n < 8 floats (the rest of the lanes zero), and their store.
+LS_INLINE f8 load_part8(const float* p, int64_t n) {
+  f8 v{};
+  __builtin_memcpy(&v, p, static_cast<size_t>(n) * sizeof(float));
+  return v;
+}
+LS_INLINE void store_part8(float* p, f8 v, int64_t n) { __builtin_memcpy(p, &v, static_cast<size_t>(n) * sizeof(float)); }
 LS_INLINE f8 splat8(float x) { return f8{x, x, x, x, x, x, x, x}; }
 
 // p[0..15] -> even = p[0], p[2], ..., odd = p[1], p[3], ...

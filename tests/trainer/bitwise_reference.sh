@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CPU training results that must not move when the code is only reorganised:
 # a fixed set of runs (lenet N=1, keras-cnn N=2, resnet20 N=2 with AdamW on
-# synthetic data, convnet with Adam, lenet N=2 with ZeRO-1), each with
+# synthetic data, convnet with Adam, lenet N=2 with ZeRO-1, a 2-block
+# gpt2-tiny N=2 with AdamW on random tokens), each with
 # OPENBLAS_CORETYPE=Haswell and one compute thread, must save weights whose
 # per-tensor CRC-32s (the "tensor_crc32" metadata --save-weights writes) are
 # those recorded in bitwise_reference.txt. A change that is meant to change
@@ -48,6 +49,9 @@ run resnet20-n2-adamw 2 --model resnet20 --dataset synthetic --synthetic-samples
   --optimizer adamw --lr 1e-3 --weight-decay 0.01
 run convnet-adam 1 --model convnet --batch-size 32 --max-steps 5 --optimizer adam --lr 1e-3
 run lenet-zero1-n2 2 --model lenet --max-steps 20 --zero-stage 1 --optimizer sgd --momentum 0.9 --overlap on
+run gpt2-small-n2 2 --model gpt2-tiny --dataset synthetic --synthetic-samples 64 --vocab-size 256 --seq-len 32 \
+  --n-layer 2 --n-embd 64 --n-head 4 --batch-size 4 --max-steps 10 --optimizer adamw --lr 1e-3 --beta2 0.95 \
+  --weight-decay 0.1
 
 if [[ $MODE == --record ]]; then
   { echo "# $here"; cat "$WORK/digests"; } > "$REF"

@@ -1,5 +1,6 @@
 // Causal self-attention kernels (CPU): per (b, h) pair, the scores, softmax
-// and products of one chunk of rows at a time, in the calling thread's scratch.
+// and products of one chunk of rows at a time, in the calling thread's scratch;
+// the softmax's exps are ops/simd_math.h's vector exp8.
 #include "ops/attention/attention_cpu.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "ops/gemm/gemm.h"
 #include "ops/simd.h"
+#include "ops/simd_math.h"
 
 namespace lockstep::ops {
 namespace {
@@ -24,17 +26,44 @@ void check_shape(const AttentionShape& s) {
            s.t, s.c);
 }
 
+// row[j] = exp(row[j] - shift) for j < n, in place; returns their sum (fp32
+// lanes, then the lanes added in a fixed order).
+LS_SIMD_CLONES float exp_shifted_row(float* row, int64_t n, float shift) {
+  const f8 m = splat8(shift);
+  f8 acc{};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const f8 e = exp8(load8(row + j) - m);
+    store8(row + j, e);
+    acc += e;
+  }
+  if (j < n) {
+    // Padding lanes are masked to zero so they add nothing to the sum.
+    f8 e = exp8(load_part8(row + j, n - j) - m);
+    for (int64_t k = n - j; k < 8; ++k) e[k] = 0.f;
+    store_part8(row + j, e, n - j);
+    acc += e;
+  }
+  return hsum8(acc);
+}
+
+LS_SIMD_CLONES float max_of_row(const float* row, int64_t n) {
+  float mx = row[0];
+  int64_t j = 0;
+  if (n >= 8) {
+    f8 m = load8(row);
+    for (j = 8; j + 8 <= n; j += 8) m = max8(m, load8(row + j));
+    mx = hmax8(m);
+  }
+  for (; j < n; ++j) mx = std::max(mx, row[j]);
+  return mx;
+}
+
 // Softmax over row[0, n) in place, row[n, width) set to zero (the masked
 // positions t2 > t); returns log sum_j exp(row[j]), the max subtracted first.
 float softmax_causal_row(float* row, int64_t n, int64_t width) {
-  float mx = row[0];
-  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, row[j]);
-  float sum = 0.f;
-  for (int64_t j = 0; j < n; ++j) {
-    const float e = std::exp(row[j] - mx);
-    row[j] = e;
-    sum += e;
-  }
+  const float mx = max_of_row(row, n);
+  const float sum = exp_shifted_row(row, n, mx);
   const float inv = 1.f / sum;
   for (int64_t j = 0; j < n; ++j) row[j] *= inv;
   for (int64_t j = n; j < width; ++j) row[j] = 0.f;
@@ -91,7 +120,7 @@ void backward_pair(const AttentionShape& s, int64_t pair, const float* qkv, cons
       float* row = p + i * r1;
       const int64_t n = r0 + i + 1;
       const float li = l[r0 + i];
-      for (int64_t j = 0; j < n; ++j) row[j] = std::exp(row[j] - li);
+      exp_shifted_row(row, n, li);
       for (int64_t j = n; j < r1; ++j) row[j] = 0.f;
     }
     // dP [m, r1] = dY[r0, r1) V[0, r1)^T

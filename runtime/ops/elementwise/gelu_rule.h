@@ -3,8 +3,10 @@
 //   u = sqrt(2/pi) * (x + 0.044715 x^3),  t = tanh(u)
 //   gelu(x)  = 0.5 x (1 + t)
 //   gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-// In fp32; tanhf is the host's libm or CUDA's, which may differ by an ulp or
-// two, so host and GPU results agree to a few ulps, not bitwise.
+// In fp32. The GPU kernels evaluate these with CUDA's tanhf; the CPU loops
+// (ops/elementwise/elementwise_cpu.cpp) evaluate the same function in its
+// logistic form with a vector exp. Host and GPU agree to a few ulps, not
+// bitwise.
 #pragma once
 
 #include <cmath>

@@ -4,7 +4,7 @@
 // forward: returns the summed loss -sum_j q_j log softmax(z)_j over the rows
 //          and counts correct argmaxes.
 // backward: dlogits = (softmax(logits) - q) * scale.
-// eps = 0 takes the plain one-hot path, bitwise what it was before smoothing existed.
+// Rows run in parallel over the compute threads; results do not depend on their number.
 #pragma once
 
 #include <cstdint>
