@@ -26,9 +26,9 @@
 # the ratio lockstep / PyTorch, lockstep's model GFLOP/s (tokens/s x the
 # trainer's model FLOPs per token: 3 x forward, attention over its causal
 # half) and MFU as the trainer reports it (against the sgemm rate it measured
-# at start: one thread's rate x ranks), the same GFLOP/s against that rate
-# per core x ranks x threads (the cores the run computes on), and PyTorch's
-# model GFLOP/s counted the same way. Last line: JSON.
+# at start: one OpenBLAS sgemm per compute thread at once, summed over threads
+# and ranks, so over every core the run computes on), and PyTorch's model
+# GFLOP/s counted the same way. Last line: JSON.
 # usage: scripts/bench_gpt2.sh [--quick] [--rounds 3] [--cases "tiny1 tiny2 gpt2"] [--scaling on|off]
 #          [--steps N] [--torch-steps N]
 # --quick: a smoke test of every path (1 round, batch 2 x 32 tokens, a few steps; figures meaningless).
@@ -48,7 +48,7 @@ while [[ $# -gt 0 ]]; do
         --steps) STEPS=$2 ;; --torch-steps) TORCH_STEPS=$2 ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 0 ;;
     *) fail "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -148,16 +148,13 @@ path, cases, scaling, cpu, core, rounds, quick, shapes = sys.argv[1:9]
 shape = dict(zip(("tiny1", "tiny2", "gpt2"), (s.split() for s in shapes.split("|"))))
 runs = {}
 for line in open(path):
-    label, side, _, tps, mfu, sgemm, fpt, ms, _kern, cores = line.split()
-    # The trainer's sgemm rate is one thread's x ranks; the run computes on ranks x threads cores.
-    ranks = 2 if label == "np2" else 1
-    per_cores = float(tps) * float(fpt) / (float(sgemm) / ranks * int(cores) * 1e9) if float(sgemm) > 0 else 0.0
+    label, side, _, tps, mfu, sgemm, fpt, ms, _kern, _cores = line.split()
     runs.setdefault((label, side), []).append(dict(tps=float(tps), mfu=float(mfu), sgemm=float(sgemm),
-                                                    fpt=float(fpt), ms=float(ms), mfu_cores=per_cores))
+                                                    fpt=float(fpt), ms=float(ms)))
 med = lambda rs, k: statistics.median(r[k] for r in rs)
 rows = []
-print(f"\n| case | model, batch x T, threads | lockstep tok/s | PyTorch tok/s | ratio | lockstep model GFLOP/s | trainer's MFU (of its sgemm GFLOP/s) | of cores x sgemm | PyTorch model GFLOP/s | rounds lockstep / PyTorch |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+print(f"\n| case | model, batch x T, threads | lockstep tok/s | PyTorch tok/s | ratio | lockstep model GFLOP/s | trainer's MFU (of its sgemm GFLOP/s) | PyTorch model GFLOP/s | rounds lockstep / PyTorch |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---|")
 for c in cases.split():
     ours, theirs = runs[(c, "lockstep")], runs[(c, "pytorch")]
     o, t, fpt = med(ours, "tps"), med(theirs, "tps"), ours[0]["fpt"]
@@ -165,14 +162,13 @@ for c in cases.split():
     row = {"case": c, "model": model, "batch": int(b), "seq_len": int(T), "threads": int(th),
            "lockstep_tok_s": round(o, 1), "pytorch_tok_s": round(t, 1), "ratio": round(o / t, 3),
            "lockstep_gflops": round(o * fpt / 1e9, 1), "mfu": round(med(ours, "mfu"), 4),
-           "mfu_cores": round(med(ours, "mfu_cores"), 4),
            "sgemm_gflops": round(med(ours, "sgemm"), 1), "pytorch_gflops": round(t * fpt / 1e9, 1),
            "model_flops_per_token": fpt, "lockstep_ms_per_step": round(med(ours, "ms"), 1),
            "pytorch_ms_per_step": round(med(theirs, "ms"), 1),
            "lockstep_runs": [round(r["tps"], 1) for r in ours], "pytorch_runs": [round(r["tps"], 1) for r in theirs]}
     rows.append(row)
     print(f"| {c} | {model}, {b} x {T}, {th} | {o:,.0f} | {t:,.0f} | {o / t:.2f}x | {row['lockstep_gflops']:.1f} | "
-          f"{100 * row['mfu']:.1f}% (of {row['sgemm_gflops']:.0f}) | {100 * row['mfu_cores']:.1f}% | {row['pytorch_gflops']:.1f} | "
+          f"{100 * row['mfu']:.1f}% (of {row['sgemm_gflops']:.0f}) | {row['pytorch_gflops']:.1f} | "
           f"{', '.join(f'{v:.0f}' for v in row['lockstep_runs'])} / {', '.join(f'{v:.0f}' for v in row['pytorch_runs'])} |")
 out = {"bench": "gpt2", "machine": cpu, "openblas_coretype": core, "rounds": int(rounds), "quick": quick == "1",
        "results": rows}
@@ -181,7 +177,7 @@ if scaling == "on":
     a, b = med(one, "tps"), med(two, "tps")
     out["scaling"] = {"one_process_2_threads_tok_s": round(a, 1), "two_processes_1_thread_tok_s": round(b, 1),
                       "ratio": round(b / a, 3), "two_processes_mfu": round(med(two, "mfu"), 4),
-                      "one_process_mfu_cores": round(med(one, "mfu_cores"), 4),
+                      "one_process_mfu": round(med(one, "mfu"), 4),
                       "two_processes_sgemm_gflops": round(med(two, "sgemm"), 1),
                       "one_process_runs": [round(r["tps"], 1) for r in one],
                       "two_process_runs": [round(r["tps"], 1) for r in two]}
