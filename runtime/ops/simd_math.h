@@ -47,10 +47,12 @@ LS_INLINE f8 exp8(f8 x) {
   p = p * r + splat8(1.6666665459e-1f);
   p = p * r + splat8(5.0000001201e-1f);
   p = p * r2 + r + splat8(1.f);
-  // 2^n: n + 127 in the exponent field. n is an integer in [-126, 127]; NaN
-  // converts to some integer, and p (NaN) carries the NaN through the product.
+  // 2^n: n + 127 in the exponent field. n is an integer in [-126, 127]; a
+  // NaN lane converts as 0 (converting NaN itself is undefined), and p (NaN)
+  // carries the NaN through the product.
   typedef int32_t i32x8 __attribute__((vector_size(32)));
-  const i32x8 e = (__builtin_convertvector(n, i32x8) + 127) << 23;
+  const f8 n_int = n == n ? n : splat8(0.f);
+  const i32x8 e = (__builtin_convertvector(n_int, i32x8) + 127) << 23;
   f8 scale;
   __builtin_memcpy(&scale, &e, sizeof scale);
   return underflow ? splat8(0.f) : p * scale;

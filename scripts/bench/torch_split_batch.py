@@ -15,7 +15,7 @@ tests/trainer/compare_gpt2.py reports it).
 usage: /usr/bin/python3 scripts/bench/torch_split_batch.py [--ranks 4] [--steps 20]
          [--optimizers adamw,sgd] [--vocab 50257] [--seq-len 64] [--batch 8]
          [--layers 4] [--heads 4] [--channels 256] [--lr 1e-3] [--sgd-lr 0.05] [--eps 1e-8]
-         [--shard FILE]
+         [--shard FILE] [--threads 1]
 AdamW: betas 0.9/0.95, weight decay 0.1 on every tensor; SGD: momentum 0.9.
 """
 import argparse
@@ -120,9 +120,16 @@ def main():
     gpt2_init(model, args.layers, 1)
     batches = []
     if args.shard:
-        with open(args.shard, "rb") as f:
-            header = np.frombuffer(f.read(1024), dtype=np.int32)
-            tokens = np.frombuffer(f.read(2 * int(header[2])), dtype=np.uint16)
+        try:
+            with open(args.shard, "rb") as f:
+                header = np.frombuffer(f.read(1024), dtype=np.int32)
+                ok = len(header) == 256 and header[0] == 20240520 and header[1] == 1
+                tokens = np.frombuffer(f.read(2 * int(header[2])), dtype=np.uint16) if ok else None
+        except OSError as e:
+            sys.exit(f"torch_split_batch.py: --shard {args.shard}: {e.strerror}")
+        if tokens is None or len(tokens) != header[2]:
+            sys.exit(f"torch_split_batch.py: --shard {args.shard}: not an llm.c token shard (magic 20240520, "
+                     "version 1, then its token count of uint16 tokens)")
         x, y = token_windows(tokens, args.seq_len)
         need = args.steps * args.batch
         if len(x) < need:
