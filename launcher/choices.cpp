@@ -34,6 +34,9 @@ std::string_view name(ConvAlgorithm a) {
   return a == ConvAlgorithm::Im2col ? "im2col" : a == ConvAlgorithm::Winograd ? "winograd" : "auto";
 }
 
+std::string_view name(CheckpointWrite w) { return w == CheckpointWrite::Sync ? "sync" : "background"; }
+std::string_view name(CheckpointFailure f) { return f == CheckpointFailure::Stop ? "stop" : "continue"; }
+
 void not_one_of(const std::string& flag, const std::string& value, const std::vector<std::string_view>& names) {
   std::string list;
   for (std::string_view n : names) list += (list.empty() ? "" : ", ") + std::string(n);

@@ -28,6 +28,8 @@ enum class OptimizerKind { Sgd, Adam, AdamW };
 enum class LrScheduleKind { Constant, Step, Cosine };
 enum class LrScaling { None, Linear };
 enum class ConvAlgorithm { Auto, Im2col, Winograd };  // Auto: Winograd where it suits a layer, else im2col + GEMM
+enum class CheckpointWrite { Background, Sync };
+enum class CheckpointFailure { Continue, Stop };
 std::string_view name(DeviceKind d);  // "auto", "cpu", "cuda"
 std::string_view name(Precision p);   // "fp32", "bf16", "fp16"
 std::string_view name(GpuComm c);     // "auto", "nccl", "mpi"
@@ -42,6 +44,8 @@ std::string_view name(OptimizerKind o);   // "sgd", "adam", "adamw"
 std::string_view name(LrScheduleKind l);  // "constant", "step", "cosine"
 std::string_view name(LrScaling l);       // "none", "linear"
 std::string_view name(ConvAlgorithm a);   // "auto", "im2col", "winograd"
+std::string_view name(CheckpointWrite w);    // "background", "sync"
+std::string_view name(CheckpointFailure f);  // "continue", "stop"
 
 // The input error for --flag's `value` outside `names` (listed in order).
 [[noreturn]] void not_one_of(const std::string& flag, const std::string& value,

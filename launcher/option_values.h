@@ -25,4 +25,10 @@ float to_float(const std::string& flag, const std::string& text);     // also re
 void add_sequence_options(cxxopts::Options& o, const TrainConfig& defaults);
 void convert_sequence_options(const cxxopts::ParseResult& r, TrainConfig& c);
 
+// The "checkpoints" group (checkpoint_options.cpp): --checkpoint-dir,
+// --checkpoint-every, --keep-checkpoints, --resume, --checkpoint-write,
+// --checkpoint-failure.
+void add_checkpoint_options(cxxopts::Options& o, const TrainConfig& defaults);
+void convert_checkpoint_options(const cxxopts::ParseResult& r, TrainConfig& c);
+
 }  // namespace lockstep

@@ -196,12 +196,7 @@ cxxopts::Options make_options() {
        "the ranks that differ (0 = off)", s("0"))
       ("inject-fault", "for reliability tests: replica-drift@RANK:STEP changes one parameter on RANK after STEP; "
        "error@RANK:STEP throws an error there (RANK all: on every rank)", s(""));
-  o.add_options("checkpoints")
-      ("checkpoint-dir", "write checkpoints here (rank 0); created if missing", s(""))
-      ("checkpoint-every", "also checkpoint every this many steps (0 = only at the end of each epoch)", s("0"))
-      ("keep-checkpoints", "checkpoints kept in --checkpoint-dir", s(std::to_string(d.keep_checkpoints)))
-      ("resume", "continue from the newest complete checkpoint in --checkpoint-dir (fresh start if none)",
-       cxxopts::value<bool>()->default_value("false"));
+  add_checkpoint_options(o, d);
   o.add_options("outputs")
       ("metrics-file", "write per-epoch metrics as JSON Lines to this file", s(""))
       ("tensorboard-dir", "write TensorBoard event files (scalars per step and per epoch) here (rank 0); "
@@ -565,12 +560,7 @@ void convert(const cxxopts::ParseResult& r, TrainConfig& c) {
     c.inject_rank = c.inject_every_rank ? -1 : static_cast<int>(rank);
     c.inject_step = step;
   }
-  c.checkpoint_dir = str("checkpoint-dir");
-  c.checkpoint_every = non_negative("checkpoint-every");
-  const int64_t keep = positive("keep-checkpoints");
-  LS_CHECK_INPUT(keep <= std::numeric_limits<int>::max(), "--keep-checkpoints: {} is too large", keep);
-  c.keep_checkpoints = static_cast<int>(keep);
-  c.resume = r["resume"].as<bool>();
+  convert_checkpoint_options(r, c);
   c.metrics_file = str("metrics-file");
   c.tensorboard_dir = str("tensorboard-dir");
   c.timeline = str("timeline");

@@ -112,6 +112,13 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;     // steps; 0 = only at the end of each epoch
   int keep_checkpoints = 3;
   bool resume = false;
+  // Rank 0 copies the state at the step and writes it on a thread of its own
+  // while training goes on (background), or writes before the next step (sync).
+  CheckpointWrite checkpoint_write = CheckpointWrite::Background;
+  // A write that fails (disk full, permissions): warn and keep training with
+  // the checkpoints already on disk, or stop every rank at the next
+  // checkpoint or the end of training, whichever comes first.
+  CheckpointFailure checkpoint_failure = CheckpointFailure::Continue;
   // outputs
   std::string metrics_file;
   std::string tensorboard_dir;    // TensorBoard event files (rank 0)

@@ -404,6 +404,7 @@ void Trainer::inject_fault(StepCadence::Fault fault) {
 bool Trainer::stop_agreed(TrainSummary& sum, bool checkpointed) {
   if (!stop_source_ || (sum.stopped_by = agree_on_stop()) == 0) return false;
   if (!checkpointed) checkpoint();
+  finish_checkpoints();  // the write on disk, or its failure reported
   // No rank exits before rank 0 has the checkpoint on disk: a launcher ends
   // the whole job at the first non-zero exit.
   if (comm_.size() > 1) {
@@ -568,6 +569,7 @@ TrainSummary Trainer::run_steps() {
   }
   sum.steps = progress_.step;
   dopt_->wait_parameters();  // the last step's allgather (ZeRO-1), before anyone reads the weights
+  finish_checkpoints();
   finish_run(sum, RunTally{train_times, test_times, epoch_numbers, step_seconds, first_step}, records);
   return sum;
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_writer.h"
 #include "comm/collective_tracker.h"
 #include "comm/communicator.h"
 #include "core/logging.h"
@@ -97,7 +98,12 @@ class Trainer {
   void report_start();  // the start-up log lines (trainer_report.cpp)
   TrainSummary run_steps();  // run() but for naming the batch when memory runs out
   bool rank0() const { return comm_.rank() == 0; }
+  // Collective: the state at this step handed to rank 0's CheckpointWriter
+  // (--checkpoint-write), after the previous write's outcome is reported.
   void checkpoint();
+  // Collective: waits for rank 0's write in flight and reports it; with
+  // --checkpoint-failure stop, a failed write stops every rank with an error.
+  void finish_checkpoints();
   int agree_on_stop();  // collective: the largest stop request of any rank
   void check_replicas();  // collective: throws ReplicasDiverged when parameters differ across ranks
   // Collective: every rank's buffers (batch norm running statistics, which each
@@ -176,6 +182,8 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<DistributedOptimizer> dopt_;
+  std::unique_ptr<CheckpointWriter> checkpoint_writer_;  // rank 0, from its first checkpoint
+  int64_t failed_checkpoint_step_ = 0;                  // rank 0: the first write that failed
   std::unique_ptr<TrainSampler> sampler_;
   std::unique_ptr<EvalSampler> eval_sampler_;
   LrSchedule sched_;

@@ -9,8 +9,10 @@
 #include <map>
 
 #include "core/hash.h"
+#include "core/input_subject.h"
 #include "device_options.h"
 #include "optim/device_step.h"
+#include "input_names.h"
 #include "recipe.h"
 #include "reductions.h"
 
@@ -81,33 +83,79 @@ void Trainer::sync_buffers() {
 
 void Trainer::checkpoint() {
   if (c_.checkpoint_dir.empty()) return;
+  finish_checkpoints();  // the previous write's outcome first; --checkpoint-failure stop ends here
   sync_buffers();  // collective: every rank checkpoints at the same step
   // The optimizer state in the whole layout (--zero-stage 1: assembled from
   // the ranks' shards, a collective).
   std::vector<std::pair<std::string, Tensor>> state = dopt_->gather_state();
-  if (!rank0()) return;
-  CheckpointInfo info;
-  if (dev_ && dev_->device_step()) {  // fp16, --cuda-graph or clipping: the applied updates are the optimizer's step count
-    dev_->wait_graph_steps();
-    dopt_->drain();  // bounded waits for the NCCL work, so the read below cannot hang on a lost peer
-    const StepState st = dev_->read_step_state();
-    info.optimizer_steps = st.applied;
-    if (c_.precision == Precision::F16) {
-      info.loss_scale = st.scale;
-      info.loss_scale_good_steps = st.good_steps;
-      info.skipped_steps = st.skipped;
+  const bool background = c_.checkpoint_write == CheckpointWrite::Background;
+  if (rank0()) {
+    CheckpointInfo info;
+    if (dev_ && dev_->device_step()) {  // fp16, --cuda-graph or clipping: the applied updates are the optimizer's step count
+      dev_->wait_graph_steps();
+      dopt_->drain();  // bounded waits for the NCCL work, so the read below cannot hang on a lost peer
+      const StepState st = dev_->read_step_state();
+      info.optimizer_steps = st.applied;
+      if (c_.precision == Precision::F16) {
+        info.loss_scale = st.scale;
+        info.loss_scale_good_steps = st.good_steps;
+        info.skipped_steps = st.skipped;
+      }
+    }
+    info.progress = progress_;
+    info.global_batch = global_batch_;
+    info.seed = c_.seed;
+    info.world_size = comm_.size();
+    info.config_json = config_json(c_);
+    CollectiveScope scope(&tracker_, CollectiveKind::Checkpoint);
+    std::vector<std::pair<std::string, Tensor*>> views;
+    for (auto& [name, t] : state) views.emplace_back(name, &t);
+    if (!checkpoint_writer_) checkpoint_writer_ = std::make_unique<CheckpointWriter>(background);
+    checkpoint_writer_->save(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints, views);
+  }
+  if (!background) finish_checkpoints();  // this write's outcome
+}
+
+void Trainer::finish_checkpoints() {
+  if (c_.checkpoint_dir.empty()) return;
+  const bool stop = c_.checkpoint_failure == CheckpointFailure::Stop;
+  if (rank0() && checkpoint_writer_) {
+    {
+      CollectiveScope scope(&tracker_, CollectiveKind::Checkpoint);
+      checkpoint_writer_->wait();
+    }
+    for (const CheckpointOutcome& o : checkpoint_writer_->take()) {
+      if (o.ok()) {
+        if (checkpoint_writer_->background())
+          log_->debug("checkpoint {} written in {:.3f} s while training went on (state copied in {:.3f} s)", o.path,
+                      o.seconds, o.copy_seconds);
+        else
+          log_->debug("checkpoint {} written in {:.3f} s", o.path, o.seconds);
+        continue;
+      }
+      const std::string why = o.subject.empty() ? o.error : flag_for_subject(o.subject) + o.error.substr(o.subject.size());
+      const std::vector<std::string> kept = list_checkpoints(c_.checkpoint_dir);
+      log_->warn("checkpoint of step {} not written: {}; {}", o.step, why,
+                 stop ? std::string("stopping (--checkpoint-failure stop)")
+                      : fmt::format("training goes on (--checkpoint-failure continue), the newest checkpoint is {}",
+                                    kept.empty() ? std::string("none") : kept.front()));
+      if (failed_checkpoint_step_ == 0) failed_checkpoint_step_ = o.step;
     }
   }
-  info.progress = progress_;
-  info.global_batch = global_batch_;
-  info.seed = c_.seed;
-  info.world_size = comm_.size();
-  info.config_json = config_json(c_);
-  CollectiveScope scope(&tracker_, CollectiveKind::Checkpoint);
-  std::vector<std::pair<std::string, Tensor*>> views;
-  for (auto& [name, t] : state) views.emplace_back(name, &t);
-  const std::string path = save_checkpoint(c_.checkpoint_dir, *model_, *opt_, info, c_.keep_checkpoints, views);
-  log_->debug("checkpoint {} written", path);
+  if (!stop) return;
+  int64_t failed = rank0() ? failed_checkpoint_step_ : 0;
+  if (comm_.size() > 1) {  // every rank learns of rank 0's failure
+    CollectiveScope scope(&tracker_, CollectiveKind::StepAgreement);
+    Tensor t = Tensor::zeros(Shape{1}, DType::I64);
+    t.data<int64_t>()[0] = failed;
+    comm_.allreduce(t, ReduceOp::Max);
+    failed = t.data<int64_t>()[0];
+  }
+  // An input error (exit 2): the directory cannot take the checkpoints, and a
+  // restart would meet the same disk.
+  if (failed > 0)
+    LS_INPUT_ERROR_ON(subject::kCheckpointDirectory, ": the checkpoint of step {} could not be written (rank 0 warned "
+                      "why); stopping, as --checkpoint-failure stop asks", failed);
 }
 
 int Trainer::agree_on_stop() {

@@ -109,23 +109,39 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
 
 std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
                             int keep, const std::vector<std::pair<std::string, Tensor*>>& opt_state) {
+  CheckpointImage image = checkpoint_image(model, opt, info, opt_state, nullptr);
+  return write_checkpoint(dir, image, keep);
+}
+
+CheckpointImage checkpoint_image(const Model& model, Optimizer& opt, const CheckpointInfo& info,
+                                 const std::vector<std::pair<std::string, Tensor*>>& opt_state,
+                                 std::vector<Tensor>* staging) {
   for (const auto& [name, t] : opt_state)
     LS_CHECK(t->numel() == model.params().padded_numel(), "save_checkpoint: optimizer state '{}' has {} values, not "
              "the whole layout's {} (a sharded optimizer's state must be gathered first)", name, t->numel(),
              model.params().padded_numel());
-  std::vector<SafetensorsEntry> entries;
-  std::vector<Tensor> host;  // host copies of GPU tensors, alive until written
-  host.reserve(model.state().size() + opt_state.size());
-  for (const Parameter* p : model.state()) {
-    host.push_back(on_host(p->value));
-    entries.push_back({"model." + p->name, DType::F32, p->shape, host.back().raw_data()});
-  }
-  for (auto& [name, t] : opt_state) {
-    host.push_back(on_host(*t));
-    entries.push_back({"optimizer." + name, DType::F32, t->shape(), host.back().raw_data()});
+  CheckpointImage image;
+  image.step = info.progress.step;
+  std::vector<std::pair<std::string, const Tensor*>> sources;
+  for (const Parameter* p : model.state()) sources.emplace_back("model." + p->name, &p->value);
+  for (auto& [name, t] : opt_state) sources.emplace_back("optimizer." + name, t);
+  if (staging != nullptr) staging->resize(sources.size());
+  image.host.reserve(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Tensor& src = *sources[i].second;
+    if (staging == nullptr) {
+      image.host.push_back(on_host(src));  // the tensor itself on the CPU, a copy of a GPU one
+    } else {
+      Tensor& dst = (*staging)[i];
+      if (!dst.defined() || dst.shape() != src.shape() || dst.dtype() != src.dtype())
+        dst = Tensor::zeros(src.shape(), src.dtype());  // kept for the next checkpoint: no fresh pages each time
+      dst.copy_from(src);
+      image.host.push_back(dst);
+    }
+    image.entries.push_back({sources[i].first, DType::F32, src.shape(), image.host.back().raw_data()});
   }
   const TrainingProgress& pr = info.progress;
-  std::map<std::string, std::string> meta = {
+  image.meta = {
       {"format", kFormat},
       {"version", kVersion},
       {"model", model.name()},
@@ -140,19 +156,23 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
       {"config", info.config_json},
   };
   if (info.loss_scale > 0.f) {
-    meta["loss_scale"] = fmt::format("{}", info.loss_scale);  // shortest form that reads back exactly
-    meta["loss_scale_good_steps"] = std::to_string(info.loss_scale_good_steps);
-    meta["skipped_steps"] = std::to_string(info.skipped_steps);
+    image.meta["loss_scale"] = fmt::format("{}", info.loss_scale);  // shortest form that reads back exactly
+    image.meta["loss_scale_good_steps"] = std::to_string(info.loss_scale_good_steps);
+    image.meta["skipped_steps"] = std::to_string(info.skipped_steps);
   }
-  add_checksums(entries, meta);
-  const std::string path = (fs::path(dir) / fmt::format("ckpt-{:09d}.safetensors", pr.step)).string();
+  return image;
+}
+
+std::string write_checkpoint(const std::string& dir, CheckpointImage& image, int keep) {
+  add_checksums(image.entries, image.meta);
+  const std::string path = (fs::path(dir) / fmt::format("ckpt-{:09d}.safetensors", image.step)).string();
   // Created at the first write, not at start-up, so a run that fails before
   // it leaves no empty directory behind.
   std::error_code ec;
   fs::create_directory(dir, ec);
   LS_CHECK_INPUT_ON(!ec, subject::kCheckpointDirectory, ": cannot create {} ({})", dir, ec.message());
   remove_stale_temporaries(dir);
-  write_safetensors(path, entries, meta);
+  write_safetensors(path, image.entries, image.meta);
   const std::vector<std::string> all = list_checkpoints(dir);
   for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < all.size(); ++i) {
     std::error_code ec;

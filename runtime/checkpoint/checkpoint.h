@@ -17,9 +17,11 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
+#include "checkpoint/safetensors.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
 
@@ -55,6 +57,28 @@ std::string save_checkpoint(const std::string& dir, const Model& model, Optimize
                             int keep);
 std::string save_checkpoint(const std::string& dir, const Model& model, Optimizer& opt, const CheckpointInfo& info,
                             int keep, const std::vector<std::pair<std::string, Tensor*>>& opt_state);
+
+// A checkpoint ready to write: its tensors in host memory and its metadata.
+// checkpoint_image() builds it at a step boundary; write_checkpoint() writes
+// it (checksums, then the atomic write and the retention above), on any
+// thread. save_checkpoint() is the two in a row.
+struct CheckpointImage {
+  int64_t step = 0;
+  std::vector<Tensor> host;  // the bytes the entries point into
+  std::vector<SafetensorsEntry> entries;
+  std::map<std::string, std::string> meta;
+};
+
+// Without `staging`, the host tensors are the model's and optimizer's own on
+// the CPU (valid until they next change) and copies of GPU ones. With it,
+// every tensor is copied into `staging` (allocated at the first call, reused
+// while the shapes stay), so the image stays valid while training goes on.
+CheckpointImage checkpoint_image(const Model& model, Optimizer& opt, const CheckpointInfo& info,
+                                 const std::vector<std::pair<std::string, Tensor*>>& opt_state,
+                                 std::vector<Tensor>* staging);
+// Returns the path written. Throws InputError (naming the directory or file)
+// when it cannot be written; the checkpoints already there stay as they were.
+std::string write_checkpoint(const std::string& dir, CheckpointImage& image, int keep);
 
 struct LoadedCheckpoint {
   std::string path;

@@ -285,6 +285,8 @@ row env-benchmark-input 2 trainer "LOCKSTEP_BENCHMARK_INPUT=x: --benchmark-input
 row missing-data-dir 2 trainer "--data-dir: $WORK/nope is not a directory" -- --data-dir "$WORK/nope"
 row unknown-dataset 2 trainer "--dataset: 'imagenet' is not one of" -- --dataset imagenet
 row unknown-optimizer 2 trainer "--optimizer: 'lamb' is not one of sgd, adam, adamw" -- --optimizer lamb
+row unknown-checkpoint-write 2 trainer "--checkpoint-write: 'later' is not one of background, sync" -- $SYN --checkpoint-write later
+row unknown-checkpoint-failure 2 trainer "--checkpoint-failure: 'retry' is not one of continue, stop" -- $SYN --checkpoint-failure retry
 row unknown-flag 2 trainer "Option 'frobnicate' does not exist" -- --frobnicate 3
 row switch-value 2 trainer "--cuda-graph: 'maybe' is not a switch value (true or false, 1 or 0)" -- $SYN --cuda-graph=maybe
 row positional 2 trainer "unexpected argument 'extra'" -- extra
