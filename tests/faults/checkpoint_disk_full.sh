@@ -22,10 +22,14 @@ mount -t tmpfs -o size=1536k tmpfs "$DISK" 2> /dev/null || { echo "skipped: cann
 trap 'umount "$DISK" 2> /dev/null; rm -rf "$WORK"' EXIT
 ARGS="--model lenet --global-batch-size 64 --max-steps 30 --checkpoint-every 10 --threads 1 --progress off --no-eval $MARK"
 
-check_left() {  # NAME: only ckpt-10 in the directory, no temporary
+kept_and_resumes() {  # NAME: only ckpt-10 in the directory, no temporary, and --resume loads it
   local left
   left=$(ls -A "$DISK/ckpt" | tr '\n' ' ')
   [[ $left == "ckpt-000000010.safetensors " ]] || fail "$1: the directory holds '$left', not ckpt-10 alone"
+  mpirun -np 2 "$TRAINER" $ARGS --checkpoint-dir "$DISK/ckpt" --resume --max-steps 12 > "$WORK/resume.out" 2>&1 ||
+    { cat "$WORK/resume.out"; fail "$1: --resume failed"; }
+  grep -q "resumed from .*ckpt-000000010.safetensors at step 10" "$WORK/resume.out" ||
+    { cat "$WORK/resume.out"; fail "$1: did not resume at step 10"; }
 }
 
 for write in background sync; do
@@ -38,11 +42,7 @@ for write in background sync; do
   [[ $n == 2 ]] || { cat "$WORK/continue.err"; fail "$write, continue: $n warnings for the writes of steps 20 and 30, not 2"; }
   [[ $(grep -vc "^warning: checkpoint of step" "$WORK/continue.err") == 0 ]] ||
     { cat "$WORK/continue.err"; fail "$write, continue: other lines on stderr"; }
-  check_left "$write, continue"
-  mpirun -np 2 "$TRAINER" $ARGS --checkpoint-dir "$DISK/ckpt" --resume --max-steps 12 > "$WORK/resume.out" 2>&1 ||
-    { cat "$WORK/resume.out"; fail "$write, continue: --resume failed"; }
-  grep -q "resumed from .*ckpt-000000010.safetensors at step 10" "$WORK/resume.out" ||
-    { cat "$WORK/resume.out"; fail "$write, continue: did not resume at step 10"; }
+  kept_and_resumes "$write, continue"
   echo "ok: $write writes, --checkpoint-failure continue: exit 0, 2 warnings, ckpt-10 kept and resumed"
 
   rm -rf "${DISK:?}"/*
@@ -55,10 +55,6 @@ for write in background sync; do
   errors=$(grep -c "^error: " "$WORK/stop.err")
   [[ $errors == 1 ]] && grep -q "^error: --checkpoint-dir: the checkpoint of step 20 could not be written" "$WORK/stop.err" ||
     { cat "$WORK/stop.err"; fail "$write, stop: not one error line naming step 20"; }
-  check_left "$write, stop"
-  mpirun -np 2 "$TRAINER" $ARGS --checkpoint-dir "$DISK/ckpt" --resume --max-steps 12 > "$WORK/resume.out" 2>&1 ||
-    { cat "$WORK/resume.out"; fail "$write, stop: --resume failed"; }
-  grep -q "resumed from .*ckpt-000000010.safetensors at step 10" "$WORK/resume.out" ||
-    { cat "$WORK/resume.out"; fail "$write, stop: did not resume at step 10"; }
+  kept_and_resumes "$write, stop"
   echo "ok: $write writes, --checkpoint-failure stop: exit 2, one error line, ckpt-10 kept and resumed"
 done
