@@ -3,9 +3,10 @@
 #   asan  build-asan/ with ASan+UBSan (gcc): the whole ctest suite, MPI,
 #         faults and cluster tests included
 #   tsan  build-tsan/ with TSan: the comm threads, buckets, distributed
-#         optimizer and watchdog (MPI tests at 2 and 4 ranks, watchdog and
-#         loader unit tests, 2-rank trainer runs with overlap and the watchdog,
-#         one with --zero-stage 1, one with --sync-batchnorm)
+#         optimizer, watchdog and checkpoint writer (MPI tests at 2 and 4
+#         ranks, watchdog, loader and checkpoint-writer unit tests, 2-rank
+#         trainer runs with overlap and the watchdog, one with --zero-stage 1
+#         and background checkpoints, one with --sync-batchnorm)
 #   all   both (default)
 # Options are compiled into every binary (tests/sanitizers/sanitizer_defaults.cpp.in)
 # so that ranks started over ssh get them too; ASAN_OPTIONS, UBSAN_OPTIONS,
@@ -89,7 +90,8 @@ run_tsan() {
     mpirun -np 2 --oversubscribe "$TSAN_BUILD/tests/mpi_tests"
   step "buckets, distributed optimizer, collectives at 4 ranks" \
     mpirun -np 4 --oversubscribe "$TSAN_BUILD/tests/mpi_tests"
-  step "watchdog and prefetch-loader unit tests" "$TSAN_BUILD/tests/lockstep_tests" "[watchdog],[data]"
+  step "watchdog, prefetch-loader and checkpoint-writer unit tests" "$TSAN_BUILD/tests/lockstep_tests" \
+    "[watchdog],[data],[checkpoint]"
   # --overlap on: the communication threads run whatever --overlap auto would choose here.
   local train=(--model lenet --dataset synthetic --synthetic-samples 512 --batch-size 32 --epochs 1 --threads 1
                --collective-timeout 30 --progress off --loader-threads 2 --overlap on)
