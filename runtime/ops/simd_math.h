@@ -9,6 +9,7 @@
 //          the denormals, slow to compute with), above 88 e^88 (no inf). NaN in,
 //          NaN out.
 //   max8, hmax8, hsum8: lane-wise max, horizontal max and sum.
+//   row_max8 the largest of p[0, n), n >= 1 (8 lanes, then the tail).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,18 @@ LS_INLINE float hmax8(f8 v) {
   float m = v[0];
   for (int k = 1; k < 8; ++k) m = v[k] > m ? v[k] : m;
   return m;
+}
+
+LS_INLINE float row_max8(const float* p, int64_t n) {
+  float mx = p[0];
+  int64_t j = 0;
+  if (n >= 8) {
+    f8 m = load8(p);
+    for (j = 8; j + 8 <= n; j += 8) m = max8(m, load8(p + j));
+    mx = hmax8(m);
+  }
+  for (; j < n; ++j) mx = p[j] > mx ? p[j] : mx;
+  return mx;
 }
 
 LS_INLINE float hsum8(f8 v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }

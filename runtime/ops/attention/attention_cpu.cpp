@@ -47,17 +47,7 @@ LS_SIMD_CLONES float exp_shifted_row(float* row, int64_t n, float shift) {
   return hsum8(acc);
 }
 
-LS_SIMD_CLONES float max_of_row(const float* row, int64_t n) {
-  float mx = row[0];
-  int64_t j = 0;
-  if (n >= 8) {
-    f8 m = load8(row);
-    for (j = 8; j + 8 <= n; j += 8) m = max8(m, load8(row + j));
-    mx = hmax8(m);
-  }
-  for (; j < n; ++j) mx = std::max(mx, row[j]);
-  return mx;
-}
+LS_SIMD_CLONES float max_of_row(const float* row, int64_t n) { return row_max8(row, n); }
 
 // Softmax over row[0, n) in place, row[n, width) set to zero (the masked
 // positions t2 > t); returns log sum_j exp(row[j]), the max subtracted first.

@@ -26,17 +26,7 @@ void check_labels(int64_t b, int64_t c, const int32_t* labels, float smoothing) 
 // Rows per thread, at least: a row of c logits is ~c cycles of work.
 int64_t min_rows(int64_t c) { return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(c, 1)); }
 
-LS_SIMD_CLONES float row_max(int64_t c, const float* z) {
-  int64_t j = 0;
-  float mx = z[0];
-  if (c >= 8) {
-    f8 m = load8(z);
-    for (j = 8; j + 8 <= c; j += 8) m = max8(m, load8(z + j));
-    mx = hmax8(m);
-  }
-  for (; j < c; ++j) mx = z[j] > mx ? z[j] : mx;
-  return mx;
-}
+LS_SIMD_CLONES float row_max(int64_t c, const float* z) { return row_max8(z, c); }
 
 // sum_j exp(z_j - mx); with `out`, also writes the exps there.
 LS_SIMD_CLONES double row_exp_sum(int64_t c, const float* z, float mx, float* out) {
