@@ -1,10 +1,14 @@
 // The "checkpoints" options: declared into the trainer's option groups and
-// converted with messages that name the flag (option_values.h).
+// converted with messages that name the flag (option_values.h); and
+// LOCKSTEP_RUN_ATTEMPT, the restart supervisor's record for a resumed attempt.
 #include <cxxopts.hpp>
 
+#include <cstdlib>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "job_control.h"
 #include "option_values.h"
 #include "options.h"
 
@@ -40,6 +44,14 @@ void convert_checkpoint_options(const cxxopts::ParseResult& r, TrainConfig& c) {
                                     {CheckpointWrite::Background, CheckpointWrite::Sync});
   c.checkpoint_failure = parse_choice("checkpoint-failure", str("checkpoint-failure"),
                                       {CheckpointFailure::Continue, CheckpointFailure::Stop});
+  // Recovery: lockstep-run's description of the failure a restarted attempt recovers from.
+  if (const char* attempt = std::getenv(kRunAttemptVariable)) {
+    const nlohmann::json j = nlohmann::json::parse(attempt, nullptr, false);
+    LS_CHECK_INPUT(j.is_object() && j.contains("attempt") && j["attempt"].is_number_integer(),
+                   "{}: '{}' is not lockstep-run's attempt record (a JSON object with \"attempt\")",
+                   kRunAttemptVariable, std::string(attempt).substr(0, 80));
+    c.restart_record = attempt;
+  }
 }
 
 }  // namespace lockstep

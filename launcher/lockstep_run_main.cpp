@@ -10,8 +10,10 @@
 // instead; --check prints a table of each host's ssh and trainer build.
 // mpirun runs as a watched child (supervise.h): when a rank reports that it is
 // ending the job and mpirun does not exit within --abort-grace seconds (a host
-// whose link is gone), lockstep-run ends it. srun is exec'd (SLURM ends a step
-// whose node is lost).
+// whose link is gone), lockstep-run ends it. With --max-restarts a job that
+// fails at run time is started again from its newest checkpoint on the hosts
+// that remain (restart.h). srun is exec'd (SLURM ends a step whose node is
+// lost) unless restarts are asked for; then it is watched like mpirun.
 // Exit codes: the job's; 2 for bad input or failed checks; 127 when the
 // launcher cannot be started.
 #include <unistd.h>
@@ -32,7 +34,8 @@
 #include "hosts.h"
 #include "job_control.h"
 #include "launch.h"
-#include "supervise.h"
+#include "restart.h"
+#include "restart_plan.h"
 
 namespace {
 
@@ -48,7 +51,7 @@ constexpr double kProbeSeconds = 3;
 const std::set<std::string> kValueOptions = {"-np", "-n", "--np", "-H", "--hosts", "--hostfile",
                                              "--network-interface", "--launcher", "--ssh-port",
                                              "--ssh-identity-file", "--ssh-options", "--mpirun-args",
-                                             "--abort-grace"};
+                                             "--abort-grace", "--max-restarts", "--min-np", "--restart-backoff"};
 
 cxxopts::Options make_options() {
   cxxopts::Options o("lockstep-run",
@@ -72,6 +75,12 @@ cxxopts::Options make_options() {
        cxxopts::value<std::string>())
       ("mpirun-args", "more mpirun arguments, as one string", cxxopts::value<std::string>())
       ("abort-grace", "seconds mpirun gets to exit after a rank ends the job before lockstep-run ends it (default 5)",
+       cxxopts::value<std::string>())
+      ("max-restarts", "restarts after a run-time failure, for the whole job (default 0): from the newest "
+       "checkpoint in the trainer's --checkpoint-dir, on the hosts that still pass the checks, with the global "
+       "batch kept", cxxopts::value<std::string>())
+      ("min-np", "fewest processes a restart may use (default 1)", cxxopts::value<std::string>())
+      ("restart-backoff", "seconds before the first restart, doubled for each later one up to 30 (default 1)",
        cxxopts::value<std::string>())
       ("dry-run", "print the command and exit (no host checks)")
       ("check", "check every host: ssh reachable, same trainer build; print a table and exit")
@@ -156,8 +165,17 @@ std::string sibling_trainer() {
   return ec ? std::string("trainer") : (self.parent_path() / "trainer").string();
 }
 
+double seconds(const char* flag, const std::string& text, double max) {
+  double v = -1;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  LS_CHECK_INPUT(ec == std::errc() && p == text.data() + text.size() && v >= 0 && v <= max,
+                 "{}: '{}' is not a number of seconds from 0 to {}", flag, text, max);
+  return v;
+}
+
 struct Parsed {
   LaunchConfig config;
+  lockstep::RestartOptions restart;
   double abort_grace_s = 5;
   bool help = false, version = false, verbose = false;
   std::string help_text;
@@ -211,14 +229,16 @@ Parsed parse(int argc, char** argv) {
   }
   if (r.count("ssh-options")) c.ssh_options = r["ssh-options"].as<std::string>();
   if (r.count("mpirun-args")) c.mpirun_args = r["mpirun-args"].as<std::string>();
-  if (r.count("abort-grace")) {
-    const std::string text = r["abort-grace"].as<std::string>();
-    double v = -1;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    LS_CHECK_INPUT(ec == std::errc() && p == text.data() + text.size() && v >= 0 && v <= 3600,
-                   "--abort-grace: '{}' is not a number of seconds from 0 to 3600", text);
-    out.abort_grace_s = v;
+  if (r.count("abort-grace")) out.abort_grace_s = seconds("--abort-grace", r["abort-grace"].as<std::string>(), 3600);
+  if (r.count("max-restarts")) {
+    const std::string text = r["max-restarts"].as<std::string>();
+    out.restart.max_restarts = text == "0" ? 0 : whole_number("--max-restarts", text, 1000);
   }
+  if (r.count("min-np")) out.restart.min_np = whole_number("--min-np", r["min-np"].as<std::string>(), 65536);
+  if (r.count("restart-backoff"))
+    out.restart.backoff_s = seconds("--restart-backoff", r["restart-backoff"].as<std::string>(), 3600);
+  LS_CHECK_INPUT(!(c.np > 0 && out.restart.min_np > c.np), "--min-np {} is more than -np {}", out.restart.min_np,
+                 c.np);
   c.dry_run = r.count("dry-run") > 0;
   c.check = r.count("check") > 0;
   out.verbose = r.count("verbose") > 0;
@@ -250,27 +270,20 @@ int run(int argc, char** argv) {
     std::cout << lockstep::shell_join(cmd.argv) << std::endl;
     return 0;
   }
-  // The abort channel, for a real mpirun launch only: passed to the ranks as
-  // LOCKSTEP_RUN_CONTROL, forwarded like every LOCKSTEP_* variable.
-  std::unique_ptr<lockstep::AbortListener> listener;
-  if (cmd.launcher == "mpirun") {
-    try {
-      listener = std::make_unique<lockstep::AbortListener>(c.network_interface);
-      setenv(lockstep::kRunControlVariable, lockstep::format_control(listener->endpoint()).c_str(), 1);
-      cmd = lockstep::build_launch(c, lockstep::capture_environment());
-    } catch (const lockstep::Error& e) {
-      std::cerr << "lockstep-run: warning: no abort channel (" << e.what()
-                << "); a job with an unreachable host may not end by itself" << std::endl;
-    }
-  }
+  if (p.restart.max_restarts > 0)
+    LS_CHECK_INPUT(lockstep::names_checkpoint_dir(c.command, std::getenv("LOCKSTEP_CHECKPOINT_DIR") != nullptr),
+                   "--max-restarts: the command names no --checkpoint-dir (a restart resumes from its newest "
+                   "checkpoint)");
   LS_CHECK_INPUT(on_path(cmd.launcher), "{} is not on PATH ({})", cmd.launcher,
                  cmd.launcher == "srun" ? "is SLURM installed here? or use --launcher mpirun"
                                         : "install Open MPI: scripts/setup.sh");
   if (cmd.launcher == "mpirun" && !c.hosts.empty())
     lockstep::require_reachable(c.hosts, lockstep::probe_hosts(c.hosts, c.ssh_port, kProbeSeconds));
+  // mpirun is watched (supervise.h); srun is exec'd unless restarts are asked for.
+  if (cmd.launcher == "mpirun" || p.restart.max_restarts > 0)
+    return lockstep::run_job(c, p.restart, p.abort_grace_s, p.verbose);
   for (const auto& [k, v] : cmd.env) setenv(k.c_str(), v.c_str(), 1);
   if (p.verbose) std::cerr << "lockstep-run: " << lockstep::shell_join(cmd.argv) << std::endl;
-  if (cmd.launcher == "mpirun") return lockstep::supervise(cmd.argv, listener.get(), p.abort_grace_s);
   std::vector<char*> args;
   for (const auto& a : cmd.argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -12,8 +12,8 @@
 
 namespace lockstep {
 
-MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "w");
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+  f_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!f_) LS_INPUT_ERROR("--metrics-file: cannot open {} ({})", path, std::strerror(errno));
 }
 
@@ -34,8 +34,8 @@ void MetricsWriter::write(const nlohmann::json& record) {
     LS_INPUT_ERROR("--metrics-file: write to {} failed ({})", path_, std::strerror(errno));
 }
 
-RunRecords::RunRecords(const std::string& metrics_file, const std::string& tensorboard_dir) {
-  if (!metrics_file.empty()) metrics_ = std::make_unique<MetricsWriter>(metrics_file);
+RunRecords::RunRecords(const std::string& metrics_file, const std::string& tensorboard_dir, bool append) {
+  if (!metrics_file.empty()) metrics_ = std::make_unique<MetricsWriter>(metrics_file, append);
   if (!tensorboard_dir.empty()) events_ = std::make_unique<EventFileWriter>(tensorboard_dir, "--tensorboard-dir");
 }
 
@@ -79,6 +79,17 @@ void RunRecords::grad_clip(const nlohmann::json& record) {
   write(record);
   if (events_)
     events_->scalars(record.at("step").get<int64_t>(), tagged(record, {{"clipped_steps", "train/clipped_steps"}}));
+}
+
+void RunRecords::restart(const nlohmann::json& record) {
+  write(record);
+  if (!events_) return;
+  std::vector<std::pair<std::string, double>> v;
+  for (const auto& [key, tag] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"attempt", "restart/attempt"}, {"world", "restart/world"}, {"steps_lost", "restart/steps_lost"},
+           {"recover_seconds", "restart/recover_seconds"}})
+    if (record.contains(key) && record[key].is_number()) v.emplace_back(tag, record[key].get<double>());
+  events_->scalars(record.at("step").get<int64_t>(), v);
 }
 
 void RunRecords::step(int64_t step, const LossStats& so_far, double lr, std::optional<double> grad_norm) {

@@ -27,7 +27,9 @@ int64_t peak_resident_bytes();
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& path);
+  // `append`: a resumed run continues the file (a restarted job's attempts
+  // share one file); otherwise it starts empty.
+  MetricsWriter(const std::string& path, bool append);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -41,7 +43,7 @@ class MetricsWriter {
 class RunRecords {
  public:
   // Empty names turn an output off (both off on every rank but 0).
-  RunRecords(const std::string& metrics_file, const std::string& tensorboard_dir);
+  RunRecords(const std::string& metrics_file, const std::string& tensorboard_dir, bool append);
 
   // Metrics file only ("stopped", "summary").
   void write(const nlohmann::json& record) {
@@ -55,6 +57,10 @@ class RunRecords {
   // A "grad_clip" record (--clip-grad-norm): to the metrics file, and its
   // clipped_steps to TensorBoard as train/clipped_steps.
   void grad_clip(const nlohmann::json& record);
+  // A "restart" record (an attempt lockstep-run restarted): to the metrics
+  // file, and its attempt, world, steps_lost and recover_seconds to
+  // TensorBoard as restart/*.
+  void restart(const nlohmann::json& record);
 
   // Per step (TensorBoard only): true when step() writes anything.
   bool wants_steps() const { return events_ != nullptr; }

@@ -54,7 +54,8 @@ namespace {
 constexpr const char* kEnvPrefix = "LOCKSTEP_";
 // LOCKSTEP_* variables that are not options: set by lockstep-run for its
 // ranks, and by the kernel choice for the process it re-executes.
-constexpr std::array<const char*, 2> kInternalVariables = {kRunControlVariable, kBlasChoiceVariable};
+constexpr std::array<const char*, 3> kInternalVariables = {kRunControlVariable, kRunAttemptVariable,
+                                                            kBlasChoiceVariable};
 
 // "fusion-threshold-mb" -> "LOCKSTEP_FUSION_THRESHOLD_MB"
 std::string env_name(const std::string& flag) {

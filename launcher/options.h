@@ -122,6 +122,10 @@ struct TrainConfig {
   // outputs
   std::string metrics_file;
   std::string tensorboard_dir;    // TensorBoard event files (rank 0)
+  // LOCKSTEP_RUN_ATTEMPT, set by lockstep-run's restart supervisor: the
+  // failure this attempt recovers from (a JSON object), written by rank 0 to
+  // the metrics file and TensorBoard after its first step. Empty otherwise.
+  std::string restart_record;
   std::string save_weights;
   std::string load_weights;
   std::string timeline;           // Chrome trace per rank

@@ -29,6 +29,7 @@
 #include "data/synthetic.h"
 #include "data/token_dataset.h"
 #include "device_options.h"
+#include "job_control.h"
 #include "metrics.h"
 #include "nn/loss.h"
 #include "ops/conv/conv2d_cpu.h"
@@ -427,7 +428,7 @@ TrainSummary Trainer::run() {
 TrainSummary Trainer::run_steps() {
   const int world = comm_.size();
   const int K = c_.accumulate_steps;
-  RunRecords records(rank0() ? c_.metrics_file : "", rank0() ? c_.tensorboard_dir : "");
+  RunRecords records(rank0() ? c_.metrics_file : "", rank0() ? c_.tensorboard_dir : "", c_.resume);
   // First: every option's value and where it came from, and what the run made of them.
   records.write({{"type", "config"},
                  {"options", settings_json(c_)},
@@ -474,6 +475,7 @@ TrainSummary Trainer::run_steps() {
     tick = now;
   };
   if (c_.benchmark_input == BenchmarkInput::Fixed) make_fixed_batch(loader);
+  if (reports_) reports_->started(first_step, world, global_batch_, micro_batch_, K);
 
   while (progress_.step < total_steps_) {
     const int64_t epoch = progress_.epoch, s0 = progress_.step_in_epoch;
@@ -525,6 +527,8 @@ TrainSummary Trainer::run_steps() {
       // GPU memory: the timed steps' own peak from here (races, captures and first-step growth before).
       if (dev_ && progress_.step - first_step == kWarmupSteps) dev_->mark_steady_state();
       if (due.checkpoint) checkpoint();
+      if (reports_) reports_->stepped(progress_.step);
+      if (rank0() && progress_.step == first_step + 1 && !c_.restart_record.empty()) report_restart(first_step, records);
       if (stop_agreed(sum, due.checkpoint)) {
         bar.clear();
         break;

@@ -45,7 +45,8 @@
 
 namespace lockstep {
 
-class RunRecords;  // metrics.h
+class RunRecords;       // metrics.h
+class LauncherReports;  // job_control.h
 class Gpt2Vocab;   // data/gpt2_vocab.h
 struct Sums;       // reductions.h
 
@@ -92,6 +93,9 @@ class Trainer {
   // Polled at every step boundary: a non-zero value (a signal number) is a
   // request to checkpoint and stop.
   void set_stop_source(std::function<int()> source) { stop_source_ = std::move(source); }
+  // Rank 0: where training starts and every step done go to lockstep-run
+  // (job_control.h), which restarts failed jobs from them.
+  void set_launcher_reports(LauncherReports* reports) { reports_ = reports; }
 
  private:
   EvalResult evaluate();
@@ -162,6 +166,10 @@ class Trainer {
   // After the loop: a stopped run's line and record; otherwise the replica
   // checks' line, report(), and --save-weights.
   void finish_run(TrainSummary& sum, const RunTally& tally, RunRecords& records);
+  // Rank 0, after the first step of an attempt lockstep-run restarted
+  // (--restart_record): the "restart" record, to the metrics file and
+  // TensorBoard, with the seconds from the failure to this step.
+  void report_restart(int64_t first_step, RunRecords& records);
   // An epoch's lines and records (trainer_report.cpp): its train and test
   // figures, fp16's loss scale, --clip-grad-norm's state.
   void log_epoch(const std::string& label, int64_t epoch, const Sums& tr, const EvalResult& test, double train_s,
@@ -198,6 +206,7 @@ class Trainer {
   std::string build_id_;
   mutable CollectiveTracker tracker_;  // progress record (atomics), written from const paths too
   std::function<int()> stop_source_;
+  LauncherReports* reports_ = nullptr;  // rank 0 under lockstep-run
   int64_t replica_checks_ = 0;  // passed so far
   StepCadence cadence_;         // what runs between steps (made in start())
   std::unique_ptr<StatsReducer> bn_sync_;  // --sync-batchnorm with more than one rank

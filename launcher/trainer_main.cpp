@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<lockstep::Communicator> failed_comm = world > 1 ? comm->duplicate() : nullptr;
   lockstep::StopSignals signals;
   std::unique_ptr<lockstep::Watchdog> watchdog;
+  std::unique_ptr<lockstep::LauncherReports> reports;  // rank 0 under lockstep-run
   lockstep::TrainSummary summary;
   const Outcome run = capture(config, [&] {
     const std::string diff = lockstep::preflight(*comm, trainer->fingerprint());
@@ -188,11 +189,15 @@ int main(int argc, char** argv) {
       watchdog = std::make_unique<lockstep::Watchdog>(*mpi_comm, trainer->tracker(), wo, [&log](const std::string& m) {
         log->error("{}", m);
         log->flush();
-        lockstep::notify_launcher_of_abort(kCollectiveTimeout);  // lockstep-run ends an mpirun that hangs on
+        lockstep::notify_launcher_of_abort(kCollectiveTimeout, m);  // lockstep-run ends an mpirun that hangs on
         lockstep::MpiSession::abort(kCollectiveTimeout);
       });
     }
     trainer->set_stop_source([&signals] { return signals.pending(); });
+    if (rank == 0) {
+      reports = lockstep::LauncherReports::connect();
+      trainer->set_launcher_reports(reports.get());
+    }
     trainer->start();
     summary = trainer->run();
   });
@@ -218,7 +223,7 @@ int main(int argc, char** argv) {
   }
   log->error("{}{}", world > 1 && rank == 0 ? "[rank 0] " : "", run.message);
   if (world > 1) {
-    lockstep::notify_launcher_of_abort(run.code);
+    lockstep::notify_launcher_of_abort(run.code, run.message);
     lockstep::MpiSession::abort(run.code);
   }
   return run.code;

@@ -4,6 +4,7 @@
 // metrics file's summary record -- and the clipping figures the epoch lines
 // report (trainer.h has the class; trainer.cpp the loop).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -394,6 +395,29 @@ void Trainer::log_sample() {
   const auto from = c_.prompt.empty() ? all.begin() + 1 : all.begin();  // not the <|endoftext|> it started from
   log_->info("sample ({} tokens{}):\n{}", c_.sample_tokens, c_.prompt.empty() ? "" : " after the prompt",
              vocab_->decode(std::span<const int32_t>(&*from, static_cast<size_t>(all.end() - from))));
+}
+
+void Trainer::report_restart(int64_t first_step, RunRecords& records) {
+  nlohmann::json r = nlohmann::json::parse(c_.restart_record, nullptr, false);  // checked when the options were read
+  if (!r.is_object()) return;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  r["type"] = "restart";
+  r["step"] = progress_.step;
+  r["resumed_step"] = first_step;
+  r["world"] = comm_.size();
+  r["global_batch_size"] = global_batch_;
+  r["accumulate_steps"] = c_.accumulate_steps;
+  r["first_step_unix"] = now;
+  if (r.contains("last_step") && r["last_step"].is_number_integer())
+    r["steps_lost"] = std::max<int64_t>(0, r["last_step"].get<int64_t>() - first_step);
+  if (r.contains("failed_unix") && r["failed_unix"].is_number())
+    r["recover_seconds"] = std::max(0.0, now - r["failed_unix"].get<double>());
+  records.restart(r);
+  log_->info("restarted: attempt {} at {} rank{}, from step {}{}", r["attempt"].dump(), comm_.size(),
+             comm_.size() == 1 ? "" : "s", first_step,
+             r.contains("recover_seconds")
+                 ? fmt::format(", {:.1f} s after lockstep-run saw the failure", r["recover_seconds"].get<double>())
+                 : std::string());
 }
 
 }  // namespace lockstep
