@@ -232,7 +232,11 @@ Parsed parse(int argc, char** argv) {
   if (r.count("abort-grace")) out.abort_grace_s = seconds("--abort-grace", r["abort-grace"].as<std::string>(), 3600);
   if (r.count("max-restarts")) {
     const std::string text = r["max-restarts"].as<std::string>();
-    out.restart.max_restarts = text == "0" ? 0 : whole_number("--max-restarts", text, 1000);
+    int v = -1;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    LS_CHECK_INPUT(ec == std::errc() && end == text.data() + text.size() && v >= 0 && v <= 1000,
+                   "--max-restarts: '{}' is not a whole number from 0 to 1000", text);
+    out.restart.max_restarts = v;
   }
   if (r.count("min-np")) out.restart.min_np = whole_number("--min-np", r["min-np"].as<std::string>(), 65536);
   if (r.count("restart-backoff"))

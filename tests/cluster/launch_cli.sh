@@ -105,6 +105,13 @@ expect_error "-np beyond the slots" "-np 5 asks for more processes than the host
   "$RUN" -np 5 -H a:2,b:2 "$TRAINER"
 expect_error "-np not a number" "-np: 'four' is not a whole number" "$RUN" -np four "$TRAINER"
 expect_error "no -np, no hosts" "-np is needed" clean "$RUN" "$TRAINER"
+expect_error "--max-restarts negative" "--max-restarts: '-1' is not a whole number from 0 to 1000" \
+  "$RUN" -np 2 --max-restarts -1 "$TRAINER" --checkpoint-dir "$WORK/ck"
+expect_error "--min-np above -np" "--min-np 3 is more than -np 2" "$RUN" -np 2 --min-np 3 "$TRAINER"
+expect_error "--restart-backoff not a number" "--restart-backoff: 'soon' is not a number of seconds" \
+  "$RUN" -np 2 --restart-backoff soon "$TRAINER"
+expect_error "--max-restarts without a checkpoint directory" "--max-restarts: the command names no --checkpoint-dir" \
+  "$RUN" -np 2 --max-restarts 1 "$TRAINER" --model lenet
 expect_error "no command" "no command to launch" "$RUN" -np 2
 expect_error "command not executable" "command: $WORK/hosts is not an executable file" "$RUN" -np 2 "$WORK/hosts"
 expect_error "command not on PATH" "command: 'no-such-trainer' is not on PATH" "$RUN" -np 2 no-such-trainer
